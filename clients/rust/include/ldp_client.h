@@ -67,6 +67,21 @@
 #define LDP_PRIO3_NONCE_LEN 16
 #endif
 
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * VDAF draft 08 (`draft-irtf-cfrg-vdaf-08`, the prio crate 0.16.8): the `draft` of `ldp_prio3_new_count_draft` and
+ * the other `_draft` constructors.
+ */
+#define LDP_VDAF_DRAFT_08 8
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * VDAF draft 18 (`draft-irtf-cfrg-vdaf-18`, the prio crate 0.18.1): what the constructors without `_draft` make.
+ */
+#define LDP_VDAF_DRAFT_18 18
+#endif
+
 /**
  * The result of every call.
  */
@@ -931,9 +946,9 @@ enum LdpStatus ldp_dap_hpke_config_select(const uint8_t *list, size_t len, const
 
 #if defined(LDP_CLIENT_PRIO)
 /**
- * A Prio3Count client (measurements 0 or 1; the aggregate is their sum) of the application context `ctx`
- * (`ctx_len` bytes, at most 65,527; null with 0 is the empty context), into `*out` (free it with
- * `ldp_prio3_free`).
+ * A Prio3Count client (measurements 0 or 1; the aggregate is their sum) of VDAF draft 18 and the application
+ * context `ctx` (`ctx_len` bytes, at most 65,527; null with 0 is the empty context), into `*out` (free it with
+ * `ldp_prio3_free`). `ldp_prio3_new_count_draft` and the other `_draft` constructors take the draft (8 or 18).
  *
  * # Safety
  * `ctx` points to `ctx_len` readable bytes (or is null with 0); `out` is a valid pointer.
@@ -943,8 +958,8 @@ enum LdpStatus ldp_prio3_new_count(const uint8_t *ctx, size_t ctx_len, struct Ld
 
 #if defined(LDP_CLIENT_PRIO)
 /**
- * A Prio3Sum client (measurements 0 to `max_measurement`, at least 1; the aggregate is their sum) of the context
- * `ctx`, into `*out`. A bad `max_measurement` is `LDP_VALUE_ERROR` (`param_range`).
+ * A Prio3Sum client (measurements 0 to `max_measurement`, at least 1; the aggregate is their sum) of VDAF draft 18
+ * and the context `ctx`, into `*out`. A bad `max_measurement` is `LDP_VALUE_ERROR` (`param_range`).
  *
  * # Safety
  * As `ldp_prio3_new_count`.
@@ -954,11 +969,11 @@ enum LdpStatus ldp_prio3_new_sum(uint64_t max_measurement, const uint8_t *ctx, s
 
 #if defined(LDP_CLIENT_PRIO)
 /**
- * A Prio3SumVec client (measurements of `length` entries, each 0 to `max_measurement`; the aggregate is their
- * entrywise sum; `chunk_length` the proof's chunk length, as the aggregators configure it, 0 for the recommended
- * one: the prio crate's `optimal_chunk_length`, what the aggregators' binding takes when given none) of the context
- * `ctx`, into `*out`. A zero `max_measurement` or `length` is `LDP_VALUE_ERROR` (`param_range`), and so is a
- * measurement whose encoding would take over 2^20 field elements (`param_limit`).
+ * A Prio3SumVec client of VDAF draft 18 (measurements of `length` entries, each 0 to `max_measurement`; the
+ * aggregate is their entrywise sum; `chunk_length` the proof's chunk length, as the aggregators configure it, 0
+ * for the recommended one: the prio crate's `optimal_chunk_length`, what the aggregators' binding takes when given
+ * none) of the context `ctx`, into `*out`. A zero `max_measurement` or `length` is `LDP_VALUE_ERROR`
+ * (`param_range`), and so is a measurement whose encoding would take over 2^20 field elements (`param_limit`).
  *
  * # Safety
  * As `ldp_prio3_new_count`.
@@ -973,10 +988,10 @@ enum LdpStatus ldp_prio3_new_sum_vec(uint64_t max_measurement,
 
 #if defined(LDP_CLIENT_PRIO)
 /**
- * A Prio3Histogram client (measurements are bucket indexes below `length`; the aggregate is the count of each
- * bucket; `chunk_length` the proof's chunk length, 0 for the recommended one, as for `ldp_prio3_new_sum_vec`) of
- * the context `ctx`, into `*out`. A zero `length` is `LDP_VALUE_ERROR` (`param_range`), a `length` over 2^20 too
- * (`param_limit`).
+ * A Prio3Histogram client of VDAF draft 18 (measurements are bucket indexes below `length`; the aggregate is the
+ * count of each bucket; `chunk_length` the proof's chunk length, 0 for the recommended one, as for
+ * `ldp_prio3_new_sum_vec`) of the context `ctx`, into `*out`. A zero `length` is `LDP_VALUE_ERROR`
+ * (`param_range`), a `length` over 2^20 too (`param_limit`).
  *
  * # Safety
  * As `ldp_prio3_new_count`.
@@ -990,8 +1005,9 @@ enum LdpStatus ldp_prio3_new_histogram(size_t length,
 
 #if defined(LDP_CLIENT_PRIO)
 /**
- * Bytes of sharding randomness one report takes (`ldp_prio3_shard_with_random`'s `rand_len`): 64 for Count and
- * Sum, 128 for SumVec and Histogram; 0 for a null handle or one of another kind.
+ * Bytes of sharding randomness one report takes: in draft 18 `ldp_prio3_shard_with_random`'s `rand_len`, 64 for
+ * Count and Sum, 128 for SumVec and Histogram; in draft 08 what the prio crate draws from the OS generator for each
+ * report (48 for Count, 80 for the others); 0 for a null handle or one of another kind.
  *
  * # Safety
  * `prio3` is null or a live handle.
@@ -1027,7 +1043,8 @@ enum LdpStatus ldp_prio3_shard(const struct LdpPrio3 *prio3,
  * `ldp_prio3_shard` with the caller's nonce (`nonce_len` = 16 bytes) and sharding randomness (`rand_len` =
  * `ldp_prio3_rand_len` bytes): the same inputs always give the same shares. **For tests and the VDAF's test
  * vectors only**: a nonce or randomness used twice, or not from a cryptographic generator, breaks the
- * measurement's privacy. Other lengths are `LDP_VALUE_ERROR`.
+ * measurement's privacy. Other lengths are `LDP_VALUE_ERROR`. VDAF draft 18 only: a draft 08 client is
+ * `LDP_VALUE_ERROR` (the prio crate of draft 08 has no public sharding with given randomness).
  *
  * # Safety
  * As `ldp_prio3_shard`; `nonce` and `rand` point to their lengths of readable bytes.
@@ -1097,6 +1114,87 @@ void ldp_prio3_shares_free(struct LdpPrio3Shares *shares);
  * `prio3` is null or a handle not freed before.
  */
 void ldp_prio3_free(struct LdpPrio3 *prio3);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * `ldp_prio3_new_count` in VDAF draft `draft` (`LDP_VDAF_DRAFT_08` or `LDP_VDAF_DRAFT_18`; another is
+ * `LDP_VALUE_ERROR`). Draft 08 has no context string: a `ctx_len` other than 0 is `LDP_VALUE_ERROR`
+ * (`param_relation`, rule `vdaf08_no_ctx`).
+ *
+ * # Safety
+ * As `ldp_prio3_new_count`.
+ */
+enum LdpStatus ldp_prio3_new_count_draft(uint32_t draft, const uint8_t *ctx, size_t ctx_len, struct LdpPrio3 **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * `ldp_prio3_new_sum` in VDAF draft `draft`. Draft 08 bounds a sum by a number of bits b: `max_measurement` must be
+ * 2^b − 1 (1, 3, 7, ..., 2^64 − 1); another is `LDP_VALUE_ERROR` (`param_relation`, rule `vdaf08_bits`, its fields
+ * `got` and `nearest`, the allowed values below and above it).
+ *
+ * # Safety
+ * As `ldp_prio3_new_count`.
+ */
+enum LdpStatus ldp_prio3_new_sum_draft(uint32_t draft,
+                                       uint64_t max_measurement,
+                                       const uint8_t *ctx,
+                                       size_t ctx_len,
+                                       struct LdpPrio3 **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * `ldp_prio3_new_sum_vec` in VDAF draft `draft` (`chunk_length` 0: the draft's recommended one). Draft 08 takes a
+ * `max_measurement` 2^b − 1 only, as `ldp_prio3_new_sum_draft`.
+ *
+ * # Safety
+ * As `ldp_prio3_new_count`.
+ */
+enum LdpStatus ldp_prio3_new_sum_vec_draft(uint32_t draft,
+                                           uint64_t max_measurement,
+                                           size_t length,
+                                           size_t chunk_length,
+                                           const uint8_t *ctx,
+                                           size_t ctx_len,
+                                           struct LdpPrio3 **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * `ldp_prio3_new_histogram` in VDAF draft `draft` (`chunk_length` 0: the draft's recommended one).
+ *
+ * # Safety
+ * As `ldp_prio3_new_count`.
+ */
+enum LdpStatus ldp_prio3_new_histogram_draft(uint32_t draft,
+                                             size_t length,
+                                             size_t chunk_length,
+                                             const uint8_t *ctx,
+                                             size_t ctx_len,
+                                             struct LdpPrio3 **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * The client's VDAF draft (`LDP_VDAF_DRAFT_08` or `LDP_VDAF_DRAFT_18`); 0 for a null handle or one of another kind.
+ *
+ * # Safety
+ * `prio3` is null or a live handle.
+ */
+uint32_t ldp_prio3_draft(const struct LdpPrio3 *prio3);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * Bytes of the verify key the two aggregators of the client's draft share (devices never see it): 16 in draft 08,
+ * 32 in draft 18; 0 for a null handle or one of another kind.
+ *
+ * # Safety
+ * `prio3` is null or a live handle.
+ */
+size_t ldp_prio3_verify_key_len(const struct LdpPrio3 *prio3);
 #endif
 
 #ifdef __cplusplus

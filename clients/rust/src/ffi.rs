@@ -23,8 +23,8 @@
 //! header's order: the last error and the guard every call runs in (`last_error`), arguments and results across the
 //! boundary (`marshal`), tagged handles (`handles`), then specs, random sources, encoders, clients, requests for the
 //! app's own HTTP stack, the blocking uploader and its log callback (feature `uploader`). The Prio3 sharding of the
-//! two-aggregator mode (feature `prio`, `ldp_prio3_*`) is in `src/ffi/sharding.rs`, its DAP-09 reports (`ldp_dap_*`)
-//! in `src/ffi/dap_report.rs`.
+//! two-aggregator mode (feature `prio`, `ldp_prio3_*`) is in `src/ffi/sharding.rs` (its clients of a given VDAF
+//! draft in `src/ffi/sharding_drafts.rs`), its DAP-09 reports (`ldp_dap_*`) in `src/ffi/dap_report.rs`.
 
 #![allow(unsafe_code)]
 
@@ -141,8 +141,12 @@ mod dap_report;
 #[cfg(feature = "prio")]
 pub use dap_report::*;
 
-// Prio3 sharding for the two-aggregator mode (feature `prio`).
+// Prio3 sharding for the two-aggregator mode (feature `prio`), and its clients of a given VDAF draft.
 #[cfg(feature = "prio")]
 mod sharding;
 #[cfg(feature = "prio")]
 pub use sharding::*;
+#[cfg(feature = "prio")]
+mod sharding_drafts;
+#[cfg(feature = "prio")]
+pub use sharding_drafts::*;

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::prio08::{aggregate, Report as Shares};
+use common::vdaf08::{aggregate, Report as Shares};
 use ldp_client::dap::{open_input_share, Aggregator, HpkeKeypair, HpkeSuite, ReportBuilder};
 use ldp_client::prio3::{Measurement, Prio3Client, Prio3Shares, Prio3Type, VdafDraft};
 use ldp_client::{json, Error, RefusalCode, Value};

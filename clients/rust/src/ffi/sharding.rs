@@ -10,9 +10,10 @@ use std::ptr;
 use super::handles::{free_handle, handle, new_handle, Handle};
 use super::last_error::guard;
 use super::marshal::{c_bytes, invalid, out};
+use super::sharding_drafts::LDP_VDAF_DRAFT_18;
 use super::LdpStatus;
 use crate::error::{Refusal, RefusalCode, Result};
-use crate::prio3::{Measurement, Prio3Client, Prio3Shares, Prio3Type, NONCE_LEN};
+use crate::prio3::{Measurement, Prio3Client, Prio3Shares, Prio3Type, VdafDraft, NONCE_LEN};
 
 /// Bytes of a Prio3 report's nonce (`ldp_prio3_shares_nonce`).
 #[cfg(feature = "prio")]
@@ -42,31 +43,63 @@ impl Handle for LdpPrio3Shares {
     const KIND: &'static str = "Prio3 shares";
 }
 
+/// The Prio3 client of the draft numbered `draft` (8 or 18; another is `LDP_VALUE_ERROR`), of the type `typ` makes
+/// for that draft, into `*out`.
 #[cfg(feature = "prio")]
-unsafe fn new_prio3(typ: Prio3Type, ctx: *const u8, ctx_len: usize, out: *mut *mut LdpPrio3) -> LdpStatus {
+pub(super) unsafe fn new_prio3(
+    draft: u32,
+    typ: impl FnOnce(VdafDraft) -> Prio3Type,
+    ctx: *const u8,
+    ctx_len: usize,
+    out: *mut *mut LdpPrio3,
+) -> LdpStatus {
     guard(|| {
         let o = self::out(out, "out")?;
         *o = ptr::null_mut();
         let ctx = c_bytes(ctx, ctx_len, "ctx")?;
-        *o = new_handle(LdpPrio3(Prio3Client::new(typ, ctx)?));
+        let draft = VdafDraft::from_number(draft).ok_or_else(|| {
+            crate::Error::value(format!(
+                "VDAF draft {draft} is not one this library speaks: 8 (LDP_VDAF_DRAFT_08) or 18 (LDP_VDAF_DRAFT_18)"
+            ))
+        })?;
+        *o = new_handle(LdpPrio3(Prio3Client::with_draft(draft, typ(draft), ctx)?));
         Ok(())
     })
 }
 
-/// A Prio3Count client (measurements 0 or 1; the aggregate is their sum) of the application context `ctx`
-/// (`ctx_len` bytes, at most 65,527; null with 0 is the empty context), into `*out` (free it with
-/// `ldp_prio3_free`).
+/// A SumVec type of `draft` (`chunk_length` 0: the draft's recommended one).
+#[cfg(feature = "prio")]
+pub(super) fn sum_vec(draft: VdafDraft, max_measurement: u64, length: usize, chunk_length: usize) -> Prio3Type {
+    let max = u128::from(max_measurement);
+    match chunk_length {
+        0 => Prio3Type::sum_vec_for(draft, max, length),
+        _ => Prio3Type::SumVec { max_measurement: max, length, chunk_length },
+    }
+}
+
+/// A Histogram type of `draft` (`chunk_length` 0: the draft's recommended one).
+#[cfg(feature = "prio")]
+pub(super) fn histogram(draft: VdafDraft, length: usize, chunk_length: usize) -> Prio3Type {
+    match chunk_length {
+        0 => Prio3Type::histogram_for(draft, length),
+        _ => Prio3Type::Histogram { length, chunk_length },
+    }
+}
+
+/// A Prio3Count client (measurements 0 or 1; the aggregate is their sum) of VDAF draft 18 and the application
+/// context `ctx` (`ctx_len` bytes, at most 65,527; null with 0 is the empty context), into `*out` (free it with
+/// `ldp_prio3_free`). `ldp_prio3_new_count_draft` and the other `_draft` constructors take the draft (8 or 18).
 ///
 /// # Safety
 /// `ctx` points to `ctx_len` readable bytes (or is null with 0); `out` is a valid pointer.
 #[cfg(feature = "prio")]
 #[no_mangle]
 pub unsafe extern "C" fn ldp_prio3_new_count(ctx: *const u8, ctx_len: usize, out: *mut *mut LdpPrio3) -> LdpStatus {
-    new_prio3(Prio3Type::Count, ctx, ctx_len, out)
+    new_prio3(LDP_VDAF_DRAFT_18, |_| Prio3Type::Count, ctx, ctx_len, out)
 }
 
-/// A Prio3Sum client (measurements 0 to `max_measurement`, at least 1; the aggregate is their sum) of the context
-/// `ctx`, into `*out`. A bad `max_measurement` is `LDP_VALUE_ERROR` (`param_range`).
+/// A Prio3Sum client (measurements 0 to `max_measurement`, at least 1; the aggregate is their sum) of VDAF draft 18
+/// and the context `ctx`, into `*out`. A bad `max_measurement` is `LDP_VALUE_ERROR` (`param_range`).
 ///
 /// # Safety
 /// As `ldp_prio3_new_count`.
@@ -78,14 +111,14 @@ pub unsafe extern "C" fn ldp_prio3_new_sum(
     ctx_len: usize,
     out: *mut *mut LdpPrio3,
 ) -> LdpStatus {
-    new_prio3(Prio3Type::Sum { max_measurement }, ctx, ctx_len, out)
+    new_prio3(LDP_VDAF_DRAFT_18, |_| Prio3Type::Sum { max_measurement }, ctx, ctx_len, out)
 }
 
-/// A Prio3SumVec client (measurements of `length` entries, each 0 to `max_measurement`; the aggregate is their
-/// entrywise sum; `chunk_length` the proof's chunk length, as the aggregators configure it, 0 for the recommended
-/// one: the prio crate's `optimal_chunk_length`, what the aggregators' binding takes when given none) of the context
-/// `ctx`, into `*out`. A zero `max_measurement` or `length` is `LDP_VALUE_ERROR` (`param_range`), and so is a
-/// measurement whose encoding would take over 2^20 field elements (`param_limit`).
+/// A Prio3SumVec client of VDAF draft 18 (measurements of `length` entries, each 0 to `max_measurement`; the
+/// aggregate is their entrywise sum; `chunk_length` the proof's chunk length, as the aggregators configure it, 0
+/// for the recommended one: the prio crate's `optimal_chunk_length`, what the aggregators' binding takes when given
+/// none) of the context `ctx`, into `*out`. A zero `max_measurement` or `length` is `LDP_VALUE_ERROR`
+/// (`param_range`), and so is a measurement whose encoding would take over 2^20 field elements (`param_limit`).
 ///
 /// # Safety
 /// As `ldp_prio3_new_count`.
@@ -99,18 +132,13 @@ pub unsafe extern "C" fn ldp_prio3_new_sum_vec(
     ctx_len: usize,
     out: *mut *mut LdpPrio3,
 ) -> LdpStatus {
-    let max = u128::from(max_measurement);
-    let typ = match chunk_length {
-        0 => Prio3Type::sum_vec(max, length),
-        _ => Prio3Type::SumVec { max_measurement: max, length, chunk_length },
-    };
-    new_prio3(typ, ctx, ctx_len, out)
+    new_prio3(LDP_VDAF_DRAFT_18, |d| sum_vec(d, max_measurement, length, chunk_length), ctx, ctx_len, out)
 }
 
-/// A Prio3Histogram client (measurements are bucket indexes below `length`; the aggregate is the count of each
-/// bucket; `chunk_length` the proof's chunk length, 0 for the recommended one, as for `ldp_prio3_new_sum_vec`) of
-/// the context `ctx`, into `*out`. A zero `length` is `LDP_VALUE_ERROR` (`param_range`), a `length` over 2^20 too
-/// (`param_limit`).
+/// A Prio3Histogram client of VDAF draft 18 (measurements are bucket indexes below `length`; the aggregate is the
+/// count of each bucket; `chunk_length` the proof's chunk length, 0 for the recommended one, as for
+/// `ldp_prio3_new_sum_vec`) of the context `ctx`, into `*out`. A zero `length` is `LDP_VALUE_ERROR`
+/// (`param_range`), a `length` over 2^20 too (`param_limit`).
 ///
 /// # Safety
 /// As `ldp_prio3_new_count`.
@@ -123,15 +151,12 @@ pub unsafe extern "C" fn ldp_prio3_new_histogram(
     ctx_len: usize,
     out: *mut *mut LdpPrio3,
 ) -> LdpStatus {
-    let typ = match chunk_length {
-        0 => Prio3Type::histogram(length),
-        _ => Prio3Type::Histogram { length, chunk_length },
-    };
-    new_prio3(typ, ctx, ctx_len, out)
+    new_prio3(LDP_VDAF_DRAFT_18, |d| histogram(d, length, chunk_length), ctx, ctx_len, out)
 }
 
-/// Bytes of sharding randomness one report takes (`ldp_prio3_shard_with_random`'s `rand_len`): 64 for Count and
-/// Sum, 128 for SumVec and Histogram; 0 for a null handle or one of another kind.
+/// Bytes of sharding randomness one report takes: in draft 18 `ldp_prio3_shard_with_random`'s `rand_len`, 64 for
+/// Count and Sum, 128 for SumVec and Histogram; in draft 08 what the prio crate draws from the OS generator for each
+/// report (48 for Count, 80 for the others); 0 for a null handle or one of another kind.
 ///
 /// # Safety
 /// `prio3` is null or a live handle.
@@ -214,7 +239,8 @@ pub unsafe extern "C" fn ldp_prio3_shard(
 /// `ldp_prio3_shard` with the caller's nonce (`nonce_len` = 16 bytes) and sharding randomness (`rand_len` =
 /// `ldp_prio3_rand_len` bytes): the same inputs always give the same shares. **For tests and the VDAF's test
 /// vectors only**: a nonce or randomness used twice, or not from a cryptographic generator, breaks the
-/// measurement's privacy. Other lengths are `LDP_VALUE_ERROR`.
+/// measurement's privacy. Other lengths are `LDP_VALUE_ERROR`. VDAF draft 18 only: a draft 08 client is
+/// `LDP_VALUE_ERROR` (the prio crate of draft 08 has no public sharding with given randomness).
 ///
 /// # Safety
 /// As `ldp_prio3_shard`; `nonce` and `rand` point to their lengths of readable bytes.

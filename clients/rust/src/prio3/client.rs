@@ -160,9 +160,9 @@ impl Prio3Client {
     }
 
     /// Shards `measurement` with a fresh nonce and fresh randomness from the OS generator: the shares to send
-    /// (see the [module documentation](crate::prio3) for who gets which). A measurement [`Prio3Client::check`] refuses is
-    /// refused with nothing drawn; a failure of the OS generator is an [`Error::Internal`]. In draft 08 this crate
-    /// draws the nonce and prio 0.16.8 the sharding randomness, from the same OS generator (`getrandom`).
+    /// (see the [module documentation](crate::prio3) for who gets which). A measurement [`Prio3Client::check`]
+    /// refuses is refused with nothing drawn; a failure of the OS generator is an [`Error::Internal`]. In draft 08
+    /// this crate draws the nonce and prio 0.16.8 the sharding randomness, from the same OS generator (`getrandom`).
     pub fn shard(&self, measurement: &Measurement) -> Result<Prio3Shares> {
         self.check(measurement)?;
         let mut nonce = [0u8; NONCE_LEN];

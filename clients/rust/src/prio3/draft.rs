@@ -26,7 +26,7 @@ impl VdafDraft {
     pub const ALL: [VdafDraft; 2] = [VdafDraft::Draft08, VdafDraft::Draft18];
 
     /// The draft's number: 8 or 18 (what the C interface takes).
-    pub fn number(self) -> u32 {
+    pub const fn number(self) -> u32 {
         match self {
             VdafDraft::Draft08 => 8,
             VdafDraft::Draft18 => 18,
@@ -34,8 +34,12 @@ impl VdafDraft {
     }
 
     /// The draft numbered `number` (8 or 18), if this crate speaks it.
-    pub fn from_number(number: u32) -> Option<Self> {
-        Self::ALL.into_iter().find(|d| d.number() == number)
+    pub const fn from_number(number: u32) -> Option<Self> {
+        match number {
+            8 => Some(VdafDraft::Draft08),
+            18 => Some(VdafDraft::Draft18),
+            _ => None,
+        }
     }
 
     /// The draft's name: `"draft-irtf-cfrg-vdaf-08"`.

@@ -5,6 +5,9 @@
  *       client TYPE A B C CTX_HEX   a new LdpPrio3 (TYPE count, sum: A max; sumvec: A max, B length, C chunk length;
  *                                   histogram: A length, B chunk length; unused fields are 0); prints
  *                                   "client\tok\t<rand_len>" or a refusal
+ *       client TYPE A B C CTX_HEX DRAFT   the same of the VDAF draft DRAFT (the `_draft` constructors); prints
+ *                                   "client\tok\t<rand_len>\t<draft>\t<verify_key_len>" or a refusal
+ *       shard_os M                  ldp_prio3_shard of the last client (OS randomness), printed as `shard`
  *       shard M NONCE_HEX RAND_HEX  ldp_prio3_shard_with_random of the last client, M the measurement's integers
  *                                   separated by commas ("-" for none); prints "shares\t<nonce>\t<public share>\t
  *                                   <leader share>\t<helper share>" in hex, or a refusal
@@ -27,103 +30,33 @@
 #include <string.h>
 
 #include "ldp_client.h"
+#include "prio3_io.h"
 
-static void print_hex(const uint8_t *bytes, size_t len) {
-    size_t i;
-    for (i = 0; i < len; i++) printf("%02x", bytes[i]);
-}
-
-/* Parses hex into a new buffer (*len bytes); "-" or "" is empty. */
-static uint8_t *parse_hex(const char *text, size_t *len) {
-    size_t n = strlen(text), i;
-    uint8_t *out;
-    if (strcmp(text, "-") == 0) n = 0;
-    *len = n / 2;
-    out = malloc(*len + 1);
-    if (out == NULL) abort();
-    for (i = 0; i < *len; i++) {
-        unsigned int b;
-        if (sscanf(text + 2 * i, "%2x", &b) != 1) abort();
-        out[i] = (uint8_t)b;
-    }
-    return out;
-}
-
-/* Parses "1,2,3" into a new array (*len values); "-" is none. */
-static uint64_t *parse_u64s(const char *text, size_t *len) {
-    size_t cap = 1, n = 0;
-    const char *p = text;
-    uint64_t *out;
-    for (; *p; p++) cap += *p == ',';
-    out = malloc(cap * sizeof(uint64_t));
-    if (out == NULL) abort();
-    p = text;
-    if (strcmp(text, "-") != 0) {
-        while (*p) {
-            char *end;
-            out[n++] = strtoull(p, &end, 10);
-            p = *end == ',' ? end + 1 : end;
-        }
-    }
-    *len = n;
-    return out;
-}
-
-static void print_escaped(const char *s) {
-    for (; *s; s++) {
-        if (*s == '\t') fputs("\\t", stdout);
-        else if (*s == '\n') fputs("\\n", stdout);
-        else if (*s == '\\') fputs("\\\\", stdout);
-        else putchar(*s);
-    }
-}
-
-static void print_refusal(LdpStatus s) {
-    printf("refused\t%d\t%s\t%s\t%s\t", (int)s, ldp_last_error_type(), ldp_last_error_code(), ldp_last_error_fields());
-    print_escaped(ldp_last_error_message());
-    putchar('\n');
-}
-
-/* Splits a line into at most `max` tab-separated fields (in place); the number found. */
-static int split(char *line, char **fields, int max) {
-    int n = 0;
-    char *p = line;
-    line[strcspn(line, "\r\n")] = 0;
-    while (n < max) {
-        fields[n++] = p;
-        p = strchr(p, '\t');
-        if (p == NULL) break;
-        *p++ = 0;
-    }
-    return n;
-}
-
-static void print_shares(const LdpPrio3Shares *shares) {
-    const uint8_t *bytes = NULL;
-    size_t len = 0, i;
-    if (ldp_prio3_shares_nonce(shares, &bytes) != LDP_OK) abort();
-    printf("shares\t");
-    print_hex(bytes, LDP_PRIO3_NONCE_LEN);
-    if (ldp_prio3_shares_public_share(shares, &bytes, &len) != LDP_OK) abort();
-    putchar('\t');
-    print_hex(bytes, len);
-    for (i = 0; i < 2; i++) {
-        if (ldp_prio3_shares_input_share(shares, i, &bytes, &len) != LDP_OK) abort();
-        putchar('\t');
-        print_hex(bytes, len);
-    }
-    putchar('\n');
-}
-
-static void print_report(const LdpDapReport *report) {
-    const uint8_t *bytes = NULL, *id = NULL;
-    size_t len = 0;
-    if (ldp_dap_report_id(report, &id) != LDP_OK || ldp_dap_report_bytes(report, &bytes, &len) != LDP_OK) abort();
-    printf("report\t");
-    print_hex(id, LDP_DAP_REPORT_ID_LEN);
-    putchar('\t');
-    print_hex(bytes, len);
-    putchar('\n');
+/* A `client` record: 6 fields, a client of the constructor without `_draft` (VDAF draft 18); 7 fields, the last
+   the draft, of the `_draft` constructor, its line "client\tok\t<rand_len>\t<draft>\t<verify_key_len>". */
+static void client_record(char **fields, int n, LdpPrio3 **client) {
+    size_t ctx_len;
+    uint8_t *ctx = parse_hex(fields[5], &ctx_len);
+    uint64_t a = strtoull(fields[2], NULL, 10), b = strtoull(fields[3], NULL, 10), c = strtoull(fields[4], NULL, 10);
+    uint32_t draft = n == 7 ? (uint32_t)strtoul(fields[6], NULL, 10) : 0;
+    LdpStatus s = LDP_INVALID_ARGUMENT;
+    if (strcmp(fields[1], "count") == 0)
+        s = n == 7 ? ldp_prio3_new_count_draft(draft, ctx, ctx_len, client) : ldp_prio3_new_count(ctx, ctx_len, client);
+    else if (strcmp(fields[1], "sum") == 0)
+        s = n == 7 ? ldp_prio3_new_sum_draft(draft, a, ctx, ctx_len, client)
+                   : ldp_prio3_new_sum(a, ctx, ctx_len, client);
+    else if (strcmp(fields[1], "sumvec") == 0)
+        s = n == 7 ? ldp_prio3_new_sum_vec_draft(draft, a, (size_t)b, (size_t)c, ctx, ctx_len, client)
+                   : ldp_prio3_new_sum_vec(a, (size_t)b, (size_t)c, ctx, ctx_len, client);
+    else if (strcmp(fields[1], "histogram") == 0)
+        s = n == 7 ? ldp_prio3_new_histogram_draft(draft, (size_t)a, (size_t)b, ctx, ctx_len, client)
+                   : ldp_prio3_new_histogram((size_t)a, (size_t)b, ctx, ctx_len, client);
+    if (s != LDP_OK) print_refusal(s);
+    else if (n == 6) printf("client\tok\t%lu\n", (unsigned long)ldp_prio3_rand_len(*client));
+    else
+        printf("client\tok\t%lu\t%u\t%lu\n", (unsigned long)ldp_prio3_rand_len(*client), ldp_prio3_draft(*client),
+               (unsigned long)ldp_prio3_verify_key_len(*client));
+    free(ctx);
 }
 
 /* A `report` (with_random: 9 fields) or `report_os` (7 fields) record of the last client. */
@@ -167,23 +100,19 @@ static int replay(const char *path) {
     while (getline(&line, &cap, f) > 0) {
         char *fields[10];
         int n = split(line, fields, 10);
-        if (strcmp(fields[0], "client") == 0 && n == 6) {
-            size_t ctx_len;
-            uint8_t *ctx = parse_hex(fields[5], &ctx_len);
-            uint64_t a = strtoull(fields[2], NULL, 10), b = strtoull(fields[3], NULL, 10);
-            uint64_t c = strtoull(fields[4], NULL, 10);
-            LdpStatus s = LDP_INVALID_ARGUMENT;
+        if (strcmp(fields[0], "client") == 0 && (n == 6 || n == 7)) {
             ldp_prio3_free(client);
             client = NULL;
-            if (strcmp(fields[1], "count") == 0) s = ldp_prio3_new_count(ctx, ctx_len, &client);
-            else if (strcmp(fields[1], "sum") == 0) s = ldp_prio3_new_sum(a, ctx, ctx_len, &client);
-            else if (strcmp(fields[1], "sumvec") == 0)
-                s = ldp_prio3_new_sum_vec(a, (size_t)b, (size_t)c, ctx, ctx_len, &client);
-            else if (strcmp(fields[1], "histogram") == 0)
-                s = ldp_prio3_new_histogram((size_t)a, (size_t)b, ctx, ctx_len, &client);
-            if (s == LDP_OK) printf("client\tok\t%lu\n", (unsigned long)ldp_prio3_rand_len(client));
+            client_record(fields, n, &client);
+        } else if (strcmp(fields[0], "shard_os") == 0 && n == 2) {
+            size_t m_len;
+            uint64_t *m = parse_u64s(fields[1], &m_len);
+            LdpPrio3Shares *shares = NULL;
+            LdpStatus s = ldp_prio3_shard(client, m, m_len, &shares);
+            if (s == LDP_OK) print_shares(shares);
             else print_refusal(s);
-            free(ctx);
+            ldp_prio3_shares_free(shares);
+            free(m);
         } else if (strcmp(fields[0], "shard") == 0 && n == 4) {
             size_t m_len, nonce_len, rand_len;
             uint64_t *m = parse_u64s(fields[1], &m_len);
@@ -231,17 +160,6 @@ static int replay(const char *path) {
 
 /* ---------------------------------------------------------------------------------------------------------------
  * The self-test */
-
-static int passed, failed;
-
-static void check(int ok, const char *what) {
-    if (ok) {
-        passed++;
-    } else {
-        failed++;
-        printf("FAIL %s (last error: %s: %s)\n", what, ldp_last_error_type(), ldp_last_error_message());
-    }
-}
 
 /* An HpkeConfig in DAP's encoding: id, KEM, KDF 0x0001, AEAD 0x0001, a 32-byte public key of bytes from `first`
    (any 32 bytes are an X25519 public key). */
@@ -350,6 +268,51 @@ static void dap_selftest(const LdpPrio3 *hist, const LdpPrio3Shares *not_a_clien
     ldp_dap_report_free(c);
 }
 
+/* The `_draft` constructors: draft 18 as the constructors without `_draft`, draft 08 with its own lengths and
+   refusals, and what follows from a client's draft. */
+static void drafts_selftest(const LdpPrio3Shares *not_a_client) {
+    static const uint8_t ctx[] = "ctx";
+    uint8_t nonce[LDP_PRIO3_NONCE_LEN] = {0}, rand[80] = {0};
+    uint64_t m = 2;
+    LdpPrio3 *d08 = NULL, *d18 = NULL, *out = (LdpPrio3 *)&m;
+    LdpPrio3Shares *shares = NULL;
+    const uint8_t *p = NULL;
+    size_t len = 0;
+
+    check(ldp_prio3_new_histogram_draft(LDP_VDAF_DRAFT_08, 4, 0, NULL, 0, &d08) == LDP_OK &&
+              ldp_prio3_draft(d08) == 8 && ldp_prio3_verify_key_len(d08) == 16 && ldp_prio3_rand_len(d08) == 80,
+          "a draft 08 histogram: its draft, verify key and randomness lengths");
+    check(ldp_prio3_new_histogram_draft(LDP_VDAF_DRAFT_18, 4, 0, ctx, 3, &d18) == LDP_OK &&
+              ldp_prio3_draft(d18) == 18 && ldp_prio3_verify_key_len(d18) == 32 && ldp_prio3_rand_len(d18) == 128,
+          "a draft 18 histogram through _draft");
+    check(ldp_prio3_shard(d08, &m, 1, &shares) == LDP_OK && ldp_prio3_shares_public_share(shares, &p, &len) == LDP_OK &&
+              len == 32 && ldp_prio3_shares_input_share(shares, 1, &p, &len) == LDP_OK && len == 48,
+          "a draft 08 shard from the OS generator: 16-byte seeds");
+    ldp_prio3_shares_free(shares);
+    shares = (LdpPrio3Shares *)&m;
+    check(ldp_prio3_shard_with_random(d08, &m, 1, nonce, 16, rand, 80, &shares) == LDP_VALUE_ERROR && shares == NULL &&
+              strstr(ldp_last_error_message(), "draft 08") != NULL,
+          "draft 08 shards with the OS generator only");
+    check(ldp_prio3_new_count_draft(LDP_VDAF_DRAFT_08, ctx, 3, &out) == LDP_VALUE_ERROR && out == NULL &&
+              strcmp(ldp_last_error_code(), "param_relation") == 0,
+          "draft 08 has no context string");
+    check(ldp_prio3_new_sum_draft(LDP_VDAF_DRAFT_08, 1000, NULL, 0, &out) == LDP_VALUE_ERROR &&
+              strstr(ldp_last_error_fields(), "\"nearest\":[511,1023]") != NULL,
+          "draft 08 takes a sum bound 2^b - 1, naming the nearest");
+    check(ldp_prio3_new_sum_vec_draft(LDP_VDAF_DRAFT_08, 255, 3, 0, NULL, 0, &out) == LDP_OK, "a draft 08 sum_vec");
+    ldp_prio3_free(out);
+    out = NULL;
+    check(ldp_prio3_new_count_draft(9, NULL, 0, &out) == LDP_VALUE_ERROR && strstr(ldp_last_error_message(), "9"),
+          "no draft 9");
+    check(ldp_prio3_new_count_draft(LDP_VDAF_DRAFT_08, NULL, 0, NULL) == LDP_INVALID_ARGUMENT, "a null out");
+    check(ldp_prio3_draft(NULL) == 0 && ldp_prio3_verify_key_len(NULL) == 0, "the draft of null");
+    check(ldp_prio3_draft((const LdpPrio3 *)not_a_client) == 0 &&
+              ldp_prio3_verify_key_len((const LdpPrio3 *)not_a_client) == 0,
+          "the draft of shares");
+    ldp_prio3_free(d08);
+    ldp_prio3_free(d18);
+}
+
 static int selftest(void) {
     static const uint8_t ctx[] = "selftest";
     uint8_t nonce[LDP_PRIO3_NONCE_LEN] = {0}, rand[128] = {0};
@@ -430,6 +393,7 @@ static int selftest(void) {
     check(ldp_prio3_shares_nonce(a, &p) == LDP_OK, "shares still live after a wrong-kind free");
 
     dap_selftest(hist, (const LdpPrio3Shares *)a);
+    drafts_selftest(a);
     ldp_prio3_shares_free(a);
     ldp_prio3_shares_free(b);
     ldp_prio3_shares_free(fixed);

@@ -1,6 +1,7 @@
 //! Shared helpers of the integration tests: the conformance vectors, as serde_json reads them, building C
 //! programs ([`cc`]), reading an HTTP request in the local collectors ([`http`]), CPU load ([`load`]), the prio
-//! crate's Prio3 test vectors (`prio3` and `prio_source`, feature `prio`), VDAF draft 08's aggregators (`prio08`), and a client with reports waiting ([`grr_client`]).
+//! crate's Prio3 test vectors (`prio3` and `prio_source`, feature `prio`), VDAF draft 08's aggregators (`vdaf08`),
+//! and a client with reports waiting ([`grr_client`]).
 
 #![allow(dead_code)]
 
@@ -8,11 +9,11 @@ pub mod cc;
 pub mod http;
 pub mod load;
 #[cfg(feature = "prio")]
-pub mod prio08;
-#[cfg(feature = "prio")]
 pub mod prio3;
 #[cfg(feature = "prio")]
 pub mod prio_source;
+#[cfg(feature = "prio")]
+pub mod vdaf08;
 
 use std::path::PathBuf;
 

@@ -22,8 +22,8 @@ use crate::prio3::{Measurement, Prio3Client, Prio3Type, VdafDraft};
 #[path = "../../../tests/common/prio_source.rs"]
 mod prio_source;
 
-#[path = "../../../tests/common/prio08.rs"]
-mod prio08_aggregators;
+#[path = "../../../tests/common/vdaf08.rs"]
+mod vdaf08;
 
 /// The vector files: the four types of the client API, two each (2 and 3 aggregators).
 const FILES: [&str; 8] = [
@@ -187,13 +187,13 @@ fn the_clients_shards_have_the_vectors_lengths_and_aggregate_to_its_result() {
             assert_eq!(got, want, "{}: input share lengths", v.name);
             sharded.push(shares);
         }
-        let reports: Vec<prio08_aggregators::Report> =
+        let reports: Vec<vdaf08::Report> =
             sharded.iter().map(|s| (&s.nonce, s.public_share.as_slice(), s.input_shares.as_slice())).collect();
         let result = match client.draft08_vdaf().unwrap() {
-            Vdaf::Count(p) => Value::from(prio08_aggregators::aggregate(p, &reports).unwrap()),
-            Vdaf::Sum(p) => Value::from(prio08_aggregators::aggregate(p, &reports).unwrap()),
-            Vdaf::SumVec(p) => Value::from(prio08_aggregators::aggregate(p, &reports).unwrap()),
-            Vdaf::Histogram(p) => Value::from(prio08_aggregators::aggregate(p, &reports).unwrap()),
+            Vdaf::Count(p) => Value::from(vdaf08::aggregate(p, &reports).unwrap()),
+            Vdaf::Sum(p) => Value::from(vdaf08::aggregate(p, &reports).unwrap()),
+            Vdaf::SumVec(p) => Value::from(vdaf08::aggregate(p, &reports).unwrap()),
+            Vdaf::Histogram(p) => Value::from(vdaf08::aggregate(p, &reports).unwrap()),
         };
         assert_eq!(result, v.doc["agg_result"], "{}: the aggregate of the client's shards", v.name);
     }
