@@ -5,9 +5,13 @@ minimum batch size and one noise policy. Its description is public (devices, bot
 hold the same file, ``ldp-task/1`` JSON, written by ``ldp collect task``); the aggregators' secrets (the verify key
 they share, each one's HPKE private key, their tokens) live in each aggregator's own config, never in the task.
 
-* ``task_id``: 32 random bytes (base64url in the file), DAP's task ID. It is also the VDAF's context string
-  ``ctx`` (VDAF draft 18 §4.2: an application binds its messages to its context), so that a report made for one
-  task never verifies in another.
+* ``task_id``: 32 random bytes (base64url in the file), DAP's task ID. Under VDAF draft 18 it is also the VDAF's
+  context string ``ctx`` (§4.2: an application binds its messages to its context), so that a report made for one
+  task never verifies in another; VDAF-08 has no context string (the report's HPKE associated data names the task).
+* ``vdaf_draft`` (the ``vdaf`` object's ``draft``: 18, the default, or 8; :data:`VDAF_DRAFTS`): the VDAF draft
+  devices shard with and both aggregators prepare with. VDAF-08 is what DAP-09 names and the deployed DAP stack
+  speaks (a Janus aggregator, divviup-ts devices); its Sum and SumVec bound a measurement by a bit length, so their
+  ``max_measurement`` must be ``2^bits − 1``.
 * ``vdaf`` and ``vdaf_params``: the Prio3 type and its parameters (the metric's :class:`~ldp.encoders.base_vdaf.
   Prio3Fit`), Prio3SumVec's and Prio3Histogram's ``chunk_length`` included (the FLP's parallel-sum chunk: a client
   built with another one makes shares of another length, refused at the door; :meth:`Task.for_metric` writes the crate's
@@ -45,12 +49,17 @@ from ldp.errors import PrioError
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.share_noise import ShareNoise
 
-__all__ = ["TASK_FORMAT", "TASK_ID_SIZE", "NOISE_MECHANISMS", "Noise", "Task", "b64", "unb64", "window_of",
-           "chunk_length"]
+__all__ = ["TASK_FORMAT", "TASK_ID_SIZE", "VDAF_DRAFTS", "NOISE_MECHANISMS", "Noise", "Task", "b64", "unb64",
+           "window_of", "chunk_length"]
 
 TASK_FORMAT = "ldp-task/1"
 TASK_ID_SIZE = 32
 NOISE_MECHANISMS = ("none", "laplace", "gaussian")
+VDAF_DRAFTS = (8, 18)
+"""The VDAF drafts a task may name: draft 18 (``prio`` 0.18.1, the default; its context string binds a report to
+its task) and VDAF-08 (``prio`` 0.16.8, what DAP-09 names and the deployed DAP clients speak: Janus 0.7, divviup-ts;
+no context string: a report is bound to its task by the HPKE associated data alone, and a Sum's bound is a bit
+length)."""
 MAX_WINDOW_SECONDS = 366 * 86400
 MAX_BATCH_SIZE = 10 ** 9
 CHUNKED = ("Prio3SumVec", "Prio3Histogram")
@@ -183,8 +192,12 @@ class Task:
     """The metric's value labels (a histogram's buckets), for the results."""
     reports_per_window: int | None = None
     """The most reports one device sends in a window (k; ``None``: uncapped by the spec, one assumed)."""
+    vdaf_draft: int = 18
+    """The VDAF draft the devices and both aggregators speak (:data:`VDAF_DRAFTS`)."""
 
     def __post_init__(self) -> None:
+        if self.vdaf_draft not in VDAF_DRAFTS or isinstance(self.vdaf_draft, bool):
+            raise ValueError(f"vdaf_draft must be one of {', '.join(map(str, VDAF_DRAFTS))}, got {self.vdaf_draft!r}")
         if not isinstance(self.task_id, bytes) or len(self.task_id) != TASK_ID_SIZE:
             raise ValueError(f"task_id must be {TASK_ID_SIZE} bytes")
         if self.vdaf not in PRIO3_TYPES:
@@ -196,6 +209,11 @@ class Task:
                                                            for v in self.vdaf_params.values()):
             raise ValueError(f"{self.vdaf} takes the positive integer parameters {sorted(need) or 'none'}"
                              + (" and optionally chunk_length" if may != need else "") + f", got {self.vdaf_params!r}")
+        m = self.vdaf_params.get("max_measurement")
+        if self.vdaf_draft == 8 and m is not None and m & (m + 1):
+            raise ValueError(f"VDAF-08's {self.vdaf} bounds a measurement by a bit length: max_measurement must be "
+                             f"2^bits - 1 (such as {(1 << m.bit_length() - 1) - 1} or {(1 << m.bit_length()) - 1}), "
+                             f"got {m}; or use VDAF draft 18")
         k = self.reports_per_window
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_BATCH_SIZE):
             raise ValueError(f"reports_per_window must be an integer in [1, {MAX_BATCH_SIZE}] or absent, got {k!r}")
@@ -215,11 +233,13 @@ class Task:
 
     # -- the VDAF ---------------------------------------------------------------------------------------------
     def prio3(self) -> Any:
-        """The task's :mod:`ldp.prio` object, its context string the task ID, its ``chunk_length`` the task's (the
-        crate's ``optimal_chunk_length`` when the task file has none) (``MissingExtraError`` without the binding)."""
+        """The task's :mod:`ldp.prio` object of its VDAF draft, its context string the task ID (draft 18; VDAF-08 has
+        none), its ``chunk_length`` the task's (the crate's ``optimal_chunk_length`` when the task file has none)
+        (``MissingExtraError`` without the binding)."""
         from ldp import prio
 
-        return getattr(prio, self.vdaf)(ctx=self.task_id, **self.vdaf_params)
+        ctx = self.task_id if self.vdaf_draft == 18 else b""
+        return getattr(prio, self.vdaf)(ctx=ctx, draft=self.vdaf_draft, **self.vdaf_params)
 
     @property
     def length(self) -> int:
@@ -276,7 +296,8 @@ class Task:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "format": TASK_FORMAT, "task_id": self.id_text, "app": self.app, "metric": self.metric,
-            "vdaf": {"type": self.vdaf, **self.vdaf_params}, "window_seconds": self.window_seconds,
+            "vdaf": {"type": self.vdaf, "draft": self.vdaf_draft, **self.vdaf_params},
+            "window_seconds": self.window_seconds,
             "time_precision": self.time_precision, "min_batch_size": self.min_batch_size,
             "noise": self.noise.to_dict(), "leader_url": self.leader_url, "helper_url": self.helper_url,
             "collector_hpke_config": b64(self.collector_hpke_config), "local": self.local,
@@ -303,7 +324,7 @@ class Task:
             raise ValueError(f"unknown task fields: {', '.join(unknown)}")
         try:
             vdaf = dict(data["vdaf"])
-            kind = vdaf.pop("type")
+            kind, draft = vdaf.pop("type"), vdaf.pop("draft", 18)  # a task file of before the drafts: 18
             noise = Noise(**data["noise"])
             central = data.get("central")
             return cls(task_id=unb64(data["task_id"], TASK_ID_SIZE, "task_id"), app=str(data["app"]),
@@ -315,7 +336,7 @@ class Task:
                        local=data.get("local"), central=None if central is None else PrivacyCost.from_dict(central),
                        spec_fingerprint=str(data.get("spec_fingerprint", "")),
                        labels=None if data.get("labels") is None else tuple(str(x) for x in data["labels"]),
-                       reports_per_window=data.get("reports_per_window"))
+                       reports_per_window=data.get("reports_per_window"), vdaf_draft=draft)
         except KeyError as exc:
             raise ValueError(f"the task document lacks {exc}") from None
         except TypeError as exc:
@@ -338,11 +359,11 @@ class Task:
     @classmethod
     def for_metric(cls, spec: Any, metric: str, *, leader_url: str, helper_url: str, collector_hpke_config: bytes,
                    min_batch_size: int, noise: Noise, local: bool | None = None, time_precision: int | None = None,
-                   task_id: bytes | None = None) -> Task:
+                   task_id: bytes | None = None, vdaf_draft: int = 18) -> Task:
         """The task of ``metric`` in the collection ``spec``: its Prio3 type from the protocol's fit (with its chunk
         length, :func:`chunk_length`), its window, its central target, the reports a device sends per window
         (:func:`ldp.spec.cli.reports_per_window`); ``local`` (default: the spec's trust model) whether devices
-        randomize first."""
+        randomize first; ``vdaf_draft`` the VDAF draft (:data:`VDAF_DRAFTS`)."""
         from ldp.spec.cli import reports_per_window
 
         m = spec.metric(metric)
@@ -356,7 +377,7 @@ class Task:
         target = spec.release_for(metric).central
         params = dict(fit.params)
         if fit.vdaf in CHUNKED:
-            params["chunk_length"] = chunk_length(fit.vdaf, params)
+            params["chunk_length"] = chunk_length(fit.vdaf, params, vdaf_draft)
         return cls(task_id=task_id or secrets.token_bytes(TASK_ID_SIZE), app=spec.name, metric=metric,
                    vdaf=fit.vdaf, vdaf_params=params, window_seconds=spec.window_seconds,
                    time_precision=time_precision or spec.window_seconds, min_batch_size=min_batch_size, noise=noise,
@@ -365,14 +386,15 @@ class Task:
                    central=None if target is None else PrivacyCost(target.epsilon, target.delta),
                    spec_fingerprint=spec.fingerprint,
                    labels=None if getattr(m.params, "labels", None) is None else tuple(m.params.labels),
-                   reports_per_window=reports_per_window(spec, metric))
+                   reports_per_window=reports_per_window(spec, metric), vdaf_draft=vdaf_draft)
 
 
-def chunk_length(vdaf: str, params: dict[str, int]) -> int:
+def chunk_length(vdaf: str, params: dict[str, int], draft: int = 18) -> int:
     """The chunk length :mod:`ldp.prio` takes for a Prio3SumVec or Prio3Histogram given none: the ``prio``
     crate's ``optimal_chunk_length`` of the encoded measurement's length (``length`` times the bits of
     ``max_measurement`` for a SumVec, ``length`` for a Histogram), read from the binding so that it is the crate's
     own (the native client's ``Prio3Type::sum_vec`` and ``::histogram`` take the same)."""
     from ldp import prio
 
-    return int(getattr(prio, vdaf)(ctx=b"chunk length", **params).chunk_length)
+    ctx = b"chunk length" if draft == 18 else b""
+    return int(getattr(prio, vdaf)(ctx=ctx, draft=draft, **params).chunk_length)

@@ -61,6 +61,9 @@ def register(subparsers: Any) -> None:
                    "rounded down to (default the window)")
     p.add_argument("--verify-key", metavar="FILE", help="task: also create FILE (mode 0600) with a new verify key "
                    "for the two aggregators")
+    p.add_argument("--vdaf", choices=("08", "18"), default="18", help="task: the VDAF draft devices and both "
+                   "aggregators speak: 18 (default) or 08, DAP-09's own, which the deployed DAP stack speaks (Janus "
+                   "0.7, divviup-ts); a Sum's bound must then be 2^bits - 1")
     p.set_defaults(handler=collect_command)
 
 
@@ -125,18 +128,20 @@ def _task(args: argparse.Namespace) -> int:
                          f"{', '.join(spec.metrics) or 'none'}")
     task = Task.for_metric(spec, args.metric, leader_url=args.leader, helper_url=args.helper,
                            collector_hpke_config=config, min_batch_size=args.min_batch_size,
-                           noise=Noise.parse(args.noise), local=args.local, time_precision=args.time_precision)
+                           noise=Noise.parse(args.noise), local=args.local, time_precision=args.time_precision,
+                           vdaf_draft=int(args.vdaf))
     out = Path(args.out)
     if out.exists():
         raise ValueError(f"{out} exists: a task is never overwritten (its ID is the devices' and the aggregators')")
     task.save(out)
     k = task.reports_per_window
-    output(f"wrote {out}: task {task.id_text} for {task.app}/{task.metric}, {task.vdaf} {task.vdaf_params}, "
+    output(f"wrote {out}: task {task.id_text} for {task.app}/{task.metric}, {task.vdaf} {task.vdaf_params} "
+           f"(VDAF draft {task.vdaf_draft:02d}), "
            f"{task.trust}, noise {task.noise}, minimum batch {task.min_batch_size}, "
            + (f"a device sends up to {k} report(s) a window" if k
               else "reports a device sends a window not capped by the spec (one assumed)"))
     if args.verify_key:
-        write_secret(Path(args.verify_key), b64(secrets.token_bytes(32)) + "\n")
+        write_secret(Path(args.verify_key), b64(secrets.token_bytes(task.prio3().verify_key_size)) + "\n")
         output(f"wrote {args.verify_key} (mode 0600): give it to both aggregators, and to no one else")
     return 0
 

@@ -89,7 +89,8 @@ class _Prio3:
         ciphertext is empty or sealed to another config id than ``keypair``'s), ``"hpke_decrypt_error"`` (it does
         not open as the helper's share under ``task_id`` and the report's ID, time and public share),
         ``"vdaf_invalid"`` (``verify_init`` as aggregator 1 refuses it; its public share's joint randomness part for
-        the helper is not the helper's own, as ``ldp.aggregators.prepare.joint_rand_part_matches`` checks;
+        the helper is not the helper's own, as ``joint_rand_part_matches`` of ``tests/prio/prepare_reference.py``
+        checks;
         ``verifier_shares_to_message([leader_verifier_share, helper's])`` or ``verify_next`` refuses it). And the
         aggregate share of the reports that got a message. The nonce is the report ID; the VDAF's ``ctx`` binds it.
         A ``TypeError`` for an argument of another type, a :class:`~ldp.errors.PrioError`

@@ -19,21 +19,39 @@ from ldp.spec import CollectionSpec
 EXAMPLE = ROOT / "examples" / "two_aggregators.json"
 
 
-def _task(metric: str) -> Task:
+def _task(metric: str, draft: int = 18) -> Task:
     p = prio()
     return Task.for_metric(CollectionSpec.load(EXAMPLE), metric, leader_url="https://l.example",
                            helper_url="https://h.example", min_batch_size=10, noise=Noise("laplace", 1.0),
-                           collector_hpke_config=p.HpkeKeypair.generate(1).config.to_bytes())
+                           collector_hpke_config=p.HpkeKeypair.generate(1).config.to_bytes(), vdaf_draft=draft)
+
+
+def test_the_task_file_records_its_vdaf_draft() -> None:
+    """Issue 85, item 1: a task names its VDAF draft; a task file of before the drafts is draft 18."""
+    task = _task("search_engine", 8)
+    doc = task.to_dict()
+    assert doc["vdaf"]["draft"] == 8 and Task.from_dict(json.loads(json.dumps(doc))) == task
+    vdaf = task.prio3()
+    assert (vdaf.draft, vdaf.verify_key_size) == (8, 16)  # VDAF-08: no context string, 16-byte verify keys
+    old = {**doc, "vdaf": {k: v for k, v in doc["vdaf"].items() if k != "draft"}}
+    assert Task.from_dict(old).vdaf_draft == 18
+    for bad in (7, "08", True):
+        with pytest.raises(ValueError, match="vdaf_draft must be one of 8, 18"):
+            Task.from_dict({**doc, "vdaf": {**doc["vdaf"], "draft": bad}})
+    summed = {**doc, "vdaf": {"type": "Prio3Sum", "draft": 8, "max_measurement": 200}, "labels": None}
+    with pytest.raises(ValueError, match="2\\^bits - 1 \\(such as 127 or 255\\)"):
+        Task.from_dict(summed)
+    assert Task.from_dict({**summed, "vdaf": {**summed["vdaf"], "max_measurement": 255}}).prio3().bits == 8
 
 
 def test_the_task_file_holds_the_chunk_length_and_the_reports_per_window() -> None:
     task = _task("search_engine")
     doc = task.to_dict()
-    assert doc["vdaf"] == {"type": "Prio3Histogram", "length": 4, "chunk_length": 2}
+    assert doc["vdaf"] == {"type": "Prio3Histogram", "draft": 18, "length": 4, "chunk_length": 2}
     assert doc["reports_per_window"] == 1
     assert Task.from_dict(json.loads(json.dumps(doc))) == task
     crashed = _task("crashed").to_dict()  # rr: per_window 2.2 over per_report 1.1
-    assert crashed["vdaf"] == {"type": "Prio3Count"} and crashed["reports_per_window"] == 2
+    assert crashed["vdaf"] == {"type": "Prio3Count", "draft": 18} and crashed["reports_per_window"] == 2
 
 
 def test_the_chunk_length_is_the_crates_default_and_reaches_the_binding() -> None:
@@ -52,7 +70,7 @@ def test_an_old_task_file_without_them_loads_with_the_defaults() -> None:
     old = Task.from_dict(doc)
     assert old.reports_per_window is None and old.vdaf_params == {"length": 4}
     assert old.prio3().chunk_length == chunk_length("Prio3Histogram", {"length": 4})
-    assert "reports_per_window" not in old.to_dict() and old.to_dict()["vdaf"] == doc["vdaf"]
+    assert "reports_per_window" not in old.to_dict() and old.to_dict()["vdaf"] == {**doc["vdaf"], "draft": 18}
 
 
 @pytest.mark.parametrize(("change", "message"), [

@@ -91,15 +91,16 @@ class World:
 
 def world(root: Path, *, vdaf: str = "Prio3Histogram", params: dict[str, int] | None = None,
           noise: Noise | None = None, min_batch_size: int = 10, local: dict[str, Any] | None = None,
-          central: Any = None, job_size: int = 1000, seed: int | None = None, time_precision: int = 1) -> World:
+          central: Any = None, job_size: int = 1000, seed: int | None = None, time_precision: int = 1,
+          draft: int = 18) -> World:
     p = prio()
     collector, leader_key, helper_key = (p.HpkeKeypair.generate(i) for i in (7, 1, 2))
     task = Task(task_id=secrets.token_bytes(32), app="app", metric="m", vdaf=vdaf,
                 vdaf_params=params if params is not None else {"length": 4}, window_seconds=WINDOW,
                 min_batch_size=min_batch_size, noise=noise or Noise(), leader_url="http://127.0.0.1:1",
                 helper_url="http://127.0.0.1:2", collector_hpke_config=collector.config.to_bytes(), local=local,
-                central=central, time_precision=time_precision)
-    verify_key = secrets.token_bytes(32)
+                central=central, time_precision=time_precision, vdaf_draft=draft)
+    verify_key = secrets.token_bytes(task.prio3().verify_key_size)
     w = World(task, None, None, collector, leader_key, helper_key, verify_key, root)
     source = None if seed is None else random.Random(seed)
     w.restart_helper(noise_source=source)

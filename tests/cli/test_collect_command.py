@@ -50,7 +50,7 @@ def test_the_example_spec_validates_and_makes_tasks_as_the_doc_shows(tmp_path: P
         code, out, err = call_main(shlex.split(command)[1:])
         assert code == 0, f"{command}: {err}"
     task = json.loads((tmp_path / "search_engine.task.json").read_text())
-    assert task["vdaf"] == {"type": "Prio3Histogram", "length": 4, "chunk_length": 2}
+    assert task["vdaf"] == {"type": "Prio3Histogram", "draft": 18, "length": 4, "chunk_length": 2}
     assert task["reports_per_window"] == 1 and task["central"] == {"epsilon": 4.0, "delta": 1e-8}
     code, out, err = call_main([*shlex.split(commands[1])[1:-4], "--metric", "crashed", "--out", "crashed.task.json"])
     assert code == 0, err
