@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings, strategies as st
-from two_aggregators import T0, World, prio, world
+from two_aggregators import T0, WINDOW, World, prio, world
 
 from ldp.aggregators import crashpoints
 from ldp.aggregators.jobs import REPORT_INIT_OVERHEAD, child_job_ids, plan_jobs
@@ -135,6 +135,32 @@ def test_an_unusable_answer_is_abandoned_on_both_sides_and_split_until_the_repor
     assert len(peer.abandoned) == 7  # the job of 64, then halves of 32, 16, 8, 4, 2 and the report alone
     helper_status = w.helper.status()["tasks"][0]
     assert helper_status["abandoned_jobs"] == 7 and helper_status["windows"][str(T0)]["valid"] == 63
+
+
+class _CannotAbandon(_UnusableAnswers):
+    """A helper of another implementation: DAP-09 has no request to abandon a job (405)."""
+
+    def abandon_job(self, task_id: bytes, job_id: str) -> None:
+        self.abandoned.append(job_id)
+        raise AggregatorError("this path takes PUT (Allow)", "method_not_allowed", 405)
+
+
+def test_a_job_a_helper_cannot_abandon_is_set_aside_and_the_others_go_on(tmp_path: Path) -> None:
+    """Issue 85: paired with another implementation's helper, an unusable answer cannot be taken back there, so
+    its job is set aside for the operator (never split and sent again: the helper counted it), and the run goes on."""
+    w = world(tmp_path, params={"length": 4}, min_batch_size=1, job_size=8)
+    bodies = [w.report(i % 4) for i in range(32)]
+    assert w.leader.upload_many(w.task.task_id, bodies) == [None] * 32
+    w.leader.helper = peer = _CannotAbandon(w.helper, bad=bodies[3][:16])
+    totals = w.leader.run_aggregation_jobs()
+    assert totals["set_aside"] == 1 and totals["jobs"] == 3 and len(peer.abandoned) == 1
+    aside = w.leader.status()["tasks"][0]["set_aside"]
+    assert len(aside) == 1 and "cannot abandon it (method_not_allowed, HTTP 405" in aside[0]["reason"]
+    assert w.leader.run_aggregation_jobs().get("set_aside", 0) == 0  # not tried again until put back
+    w.now = T0 + WINDOW + 1
+    with pytest.raises(AggregatorError) as exc:
+        w.leader.collect(w.task.task_id, T0)
+    assert exc.value.code == "jobs_set_aside"
 
 
 class _Away:
