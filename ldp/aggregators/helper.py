@@ -167,7 +167,7 @@ class Helper(Aggregator[TaskState]):
         at("helper_job_recorded")
         return rec
 
-    def abandon_job(self, task_id: bytes, job_id: str) -> None:
+    def abandon_job(self, task_id: bytes, job_id: str) -> bool:
         """Abandon a job at the leader's request (``DELETE .../aggregation_jobs/{job}``; issue 84, item 2): its
         share no longer counts, its reports may come again in other jobs, and the job ID is refused from now on
         (``job_abandoned``). The leader abandons a job whose answer it cannot use (it does not decode, it is for
@@ -187,6 +187,7 @@ class Helper(Aggregator[TaskState]):
                 if records.abandon(part, "the leader abandoned it"):
                     logger.warning("job %s of task %s abandoned at the leader's request", part, state.task.id_text)
         at("helper_job_abandoned")
+        return True  # its share and reports are out of their window (the answer's header says so over HTTP)
 
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes:
         """Release this helper's share of a window (:func:`ldp.aggregators.release.release`); the encoded

@@ -47,6 +47,7 @@ from typing import Any
 
 from ldp.aggregators.codec import MEDIA_TYPES, Interval
 from ldp.aggregators.collection_messages import COLLECTION_JOB_ID_SIZE, CollectionReq
+from ldp.aggregators.messages import ABANDONED_HEADER, SHARE_REMOVED
 from ldp.aggregators.task import b64
 from ldp.errors import AggregatorError
 from ldp.web.problems import DAP_ERROR, PROBLEM, STATUS_CODES, code_of
@@ -112,10 +113,13 @@ class HelperClient:
         self.timeout, self.attempts, self.backoff, self.sleep = timeout, attempts, backoff, sleep
 
     def _call(self, method: str, path: str, body: bytes, content_type: str = "application/octet-stream") -> bytes:
+        return self._exchange(method, path, body, content_type)[1]
+
+    def _exchange(self, method: str, path: str, body: bytes, content_type: str) -> tuple[int, bytes, Any]:
         wait = self.backoff
         for attempt in range(self.attempts):
             try:
-                return _request(method, self.url + path, body, self.token, content_type, self.timeout)
+                return _exchange(method, self.url + path, body, self.token, content_type, self.timeout)
             except OSError as exc:
                 if attempt == self.attempts - 1:
                     raise AggregatorError(f"the helper at {self.url} did not answer ({exc})", "helper_unavailable",
@@ -131,8 +135,12 @@ class HelperClient:
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes:
         return self._call("POST", f"/tasks/{b64(task_id)}/aggregate_shares", body, MEDIA_TYPES["AggregateShareReq"])
 
-    def abandon_job(self, task_id: bytes, job_id: str) -> None:
-        self._call("DELETE", f"/tasks/{b64(task_id)}/aggregation_jobs/{job_id}", b"")
+    def abandon_job(self, task_id: bytes, job_id: str) -> bool:
+        """``DELETE`` a job at the helper; whether the helper says it took the job's share out of its window
+        (:data:`SHARE_REMOVED`: an ``ldp`` helper does; DAP-09's DELETE only discards a job's state)."""
+        _, _, headers = self._exchange("DELETE", f"/tasks/{b64(task_id)}/aggregation_jobs/{job_id}", b"",
+                                       "application/octet-stream")
+        return str(headers.get(ABANDONED_HEADER, "")).strip().lower() == SHARE_REMOVED
 
 
 class LeaderClient:

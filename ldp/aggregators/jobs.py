@@ -27,8 +27,9 @@ splitting makes the same halves), and the parent's record says it was split. Two
   sides would count different reports): the helper has recorded the job, so the leader first records its intent
   and asks the helper to **abandon** it (``DELETE``: the helper takes the job's share and reports out), then splits
   it. A report alone whose answer still cannot be used is refused with ``helper_disagreed`` on the leader's side,
-  and its job is abandoned on the helper's: neither counts it. A helper that cannot abandon a job (another
-  implementation: DAP-09 has no such request, 404 or 405) keeps the job's share, so the job is set aside instead.
+  and its job is abandoned on the helper's: neither counts it. A helper that does not say it took the job's share
+  out (another implementation: DAP-09's ``DELETE`` discards a job's state, and Janus 0.7 keeps its share counted; or
+  404/405) is not split after: the job is set aside instead.
 """
 
 from __future__ import annotations
@@ -290,13 +291,15 @@ def _abandon_and_split(leader: Leader, state: LeaderTaskState, job_id: str, wind
     records.abandon(job_id, reason)
     at("leader_job_abandoning")
     try:
-        leader.helper.abandon_job(state.task.task_id, job_id)
+        removed, why = leader.helper.abandon_job(state.task.task_id, job_id), "it did not say it took its share out"
     except AggregatorError as exc:
         if exc.status not in (404, 405):
             raise
-        # a helper of another implementation (DAP-09 has no way to abandon a job): its share of the job stands, so
-        # the job cannot be split and sent again; set aside, for the operator (docs/two-aggregators.md §16)
-        why = f"{reason}; the helper cannot abandon it ({exc.code}, HTTP {exc.status}: another implementation?)"
+        removed, why = False, f"it cannot abandon it ({exc.code}, HTTP {exc.status})"
+    if not removed:
+        # a helper of another implementation (DAP-09's DELETE discards a job's state, not its counted share): the
+        # job cannot be split and sent again; set aside, for the operator (docs/two-aggregators.md §16)
+        why = f"{reason}; the helper: {why} (another implementation?)"
         records.set_aside(job_id, window, why, leader.clock())
         logger.error("job %s of task %s set aside: %s", job_id, state.task.id_text, why)
         return Counter(set_aside=1)

@@ -72,7 +72,9 @@ class HelperPeer(Protocol):
 
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes: ...
 
-    def abandon_job(self, task_id: bytes, job_id: str) -> None: ...
+    def abandon_job(self, task_id: bytes, job_id: str) -> bool:
+        """Whether the helper took the job's share out of its window (an ``ldp`` helper does)."""
+        ...
 
 
 class Leader(Aggregator[LeaderTaskState]):

@@ -57,10 +57,19 @@ from ldp.aggregators.codec import (
 
 __all__ = ["ReportError", "MessageError", "ReportShare", "PrepareInit", "AggregationJobInitReq", "PrepareResp",
            "AggregationJobResp", "AggregateShareReq", "AggregateShare", "initialize", "finish", "checksum",
-           "xor_checksum", "MAX_JOB_REPORTS", "REPORT_ID_SIZE", "MEDIA_TYPES"]
+           "xor_checksum", "MAX_JOB_REPORTS", "REPORT_ID_SIZE", "MEDIA_TYPES", "ABANDONED_HEADER",
+           "SHARE_REMOVED"]
 
 MAX_JOB_REPORTS = 100_000
 """The most reports one aggregation job may hold (the helper keeps a job in memory)."""
+ABANDONED_HEADER = "Ldp-Abandoned"
+"""The header an ``ldp`` helper answers an abandoned job's ``DELETE`` with (this project's request: DAP-09's
+``DELETE`` of an aggregation job discards the job's state, and a helper of another implementation may keep its
+share counted, as Janus 0.7 does): :data:`SHARE_REMOVED`."""
+SHARE_REMOVED = "share-removed"
+"""What :data:`ABANDONED_HEADER` says: the job's share and reports were taken out of the helper's window."""
+
+
 class ReportError(enum.IntEnum):
     """Why a report is refused (at the leader's door, or by either aggregator during preparation). The names are
     the codes the HTTP answers, the status and the dashboard use; a value below 256 is DAP-09's ``PrepareError``

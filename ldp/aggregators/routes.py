@@ -24,7 +24,7 @@ from starlette.routing import Route
 
 from ldp.aggregators import collection_jobs
 from ldp.aggregators.jobs import MAX_JOB_BYTES
-from ldp.aggregators.messages import MEDIA_TYPES, ReportError
+from ldp.aggregators.messages import ABANDONED_HEADER, MEDIA_TYPES, SHARE_REMOVED, ReportError
 from ldp.aggregators.task import unb64
 from ldp.errors import AggregatorError
 from ldp.web.app import service_app
@@ -155,7 +155,7 @@ class _Routes:
         self.require(request, self.peer)
         tid = _task_id(request)
         await run_in_threadpool(self.aggregator.abandon_job, tid, request.path_params["job"])
-        return Response(status_code=204)
+        return Response(status_code=204, headers={ABANDONED_HEADER: SHARE_REMOVED})
 
     async def aggregate_share(self, request: Request) -> Response:
         self.require(request, self.peer)

@@ -102,3 +102,28 @@ def test_any_job_body_is_refused_with_a_code(apps: Any, body: bytes) -> None:
     resp = helper.put(f"/tasks/{w.task.id_text}/aggregation_jobs/AAAAAAAAAAAAAAAAAAAAAA", content=body,
                       headers={**_auth(PEER), "Content-Type": MEDIA_TYPES["AggregationJobInitReq"]})
     assert resp.status_code in (200, 400, 409), resp.text
+
+
+def test_an_abandoned_job_is_confirmed_by_the_helpers_header(apps: Any) -> None:
+    """The leader splits an abandoned job only when the helper says it took the job's share out (an ``ldp`` helper's
+    ``Ldp-Abandoned: share-removed``); DAP-09's DELETE alone (another implementation's 204) is not enough."""
+    from ldp.aggregators.http import HelperClient
+    from ldp.aggregators.messages import ABANDONED_HEADER, SHARE_REMOVED
+
+    w, _, helper = apps
+    url = f"/tasks/{w.task.id_text}/aggregation_jobs/AAAAAAAAAAAAAAAAAAAAAA"
+    r = helper.delete(url, headers=_auth(PEER))
+    assert r.status_code == 204 and r.headers[ABANDONED_HEADER] == SHARE_REMOVED
+
+    class Through(HelperClient):
+        def _exchange(self, method: str, path: str, body: bytes, content_type: str) -> tuple[int, bytes, Any]:
+            resp = helper.request(method, path, content=body, headers={**_auth(PEER), "Content-Type": content_type})
+            return resp.status_code, resp.content, resp.headers
+
+    assert Through("http://helper", PEER).abandon_job(w.task.task_id, "BBBBBBBBBBBBBBBBBBBBBB") is True
+
+    class Janus(Through):  # DAP-09's DELETE: 204, the job's state discarded, nothing said of its share
+        def _exchange(self, method: str, path: str, body: bytes, content_type: str) -> tuple[int, bytes, Any]:
+            return 204, b"", {}
+
+    assert Janus("http://helper", PEER).abandon_job(w.task.task_id, "BBBBBBBBBBBBBBBBBBBBBB") is False

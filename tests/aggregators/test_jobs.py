@@ -113,9 +113,9 @@ class _UnusableAnswers:
         answer = bytes(self.helper.aggregation_job(task_id, job_id, body))
         return answer[:-3] if self.bad in body else answer
 
-    def abandon_job(self, task_id: bytes, job_id: str) -> None:
+    def abandon_job(self, task_id: bytes, job_id: str) -> bool:
         self.abandoned.append(job_id)
-        self.helper.abandon_job(task_id, job_id)
+        return bool(self.helper.abandon_job(task_id, job_id))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.helper, name)
@@ -138,24 +138,34 @@ def test_an_unusable_answer_is_abandoned_on_both_sides_and_split_until_the_repor
 
 
 class _CannotAbandon(_UnusableAnswers):
-    """A helper of another implementation: DAP-09 has no request to abandon a job (405)."""
+    """A helper of another implementation: no request to abandon a job (405), or a DAP-09 ``DELETE`` that discards
+    the job's state but keeps its share counted (204 without this project's header, as Janus 0.7 answers)."""
 
-    def abandon_job(self, task_id: bytes, job_id: str) -> None:
+    def __init__(self, helper: Any, bad: bytes, status: int) -> None:
+        super().__init__(helper, bad)
+        self.status = status
+
+    def abandon_job(self, task_id: bytes, job_id: str) -> bool:
         self.abandoned.append(job_id)
-        raise AggregatorError("this path takes PUT (Allow)", "method_not_allowed", 405)
+        if self.status == 405:
+            raise AggregatorError("this path takes PUT (Allow)", "method_not_allowed", 405)
+        return False
 
 
-def test_a_job_a_helper_cannot_abandon_is_set_aside_and_the_others_go_on(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("status", "reason"), [(405, "cannot abandon it (method_not_allowed, HTTP 405)"),
+                                                (204, "did not say it took its share out")])
+def test_a_job_a_helper_cannot_abandon_is_set_aside_and_the_others_go_on(tmp_path: Path, status: int,
+                                                                         reason: str) -> None:
     """Issue 85: paired with another implementation's helper, an unusable answer cannot be taken back there, so
     its job is set aside for the operator (never split and sent again: the helper counted it), and the run goes on."""
     w = world(tmp_path, params={"length": 4}, min_batch_size=1, job_size=8)
     bodies = [w.report(i % 4) for i in range(32)]
     assert w.leader.upload_many(w.task.task_id, bodies) == [None] * 32
-    w.leader.helper = peer = _CannotAbandon(w.helper, bad=bodies[3][:16])
+    w.leader.helper = peer = _CannotAbandon(w.helper, bodies[3][:16], status)
     totals = w.leader.run_aggregation_jobs()
     assert totals["set_aside"] == 1 and totals["jobs"] == 3 and len(peer.abandoned) == 1
     aside = w.leader.status()["tasks"][0]["set_aside"]
-    assert len(aside) == 1 and "cannot abandon it (method_not_allowed, HTTP 405" in aside[0]["reason"]
+    assert len(aside) == 1 and reason in aside[0]["reason"]
     assert w.leader.run_aggregation_jobs().get("set_aside", 0) == 0  # not tried again until put back
     w.now = T0 + WINDOW + 1
     with pytest.raises(AggregatorError) as exc:
