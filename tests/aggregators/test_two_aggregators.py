@@ -346,15 +346,19 @@ def test_noise_standard_error_matches_its_formula(tmp_path: Path) -> None:
 
 
 
-def test_local_noise_inside_is_debiased_with_both_guarantees(tmp_path: Path) -> None:
+@pytest.mark.parametrize("draft", [18, 8])
+def test_local_noise_inside_is_debiased_with_both_guarantees(tmp_path: Path, draft: int) -> None:
     """``two-aggregator+local``: each device randomizes with GRR (ε_L = 2) before sharing; the collector debiases the
-    noised sums with GRR's own estimator, its standard errors the local variance plus the central noise's."""
+    noised sums with GRR's own estimator, its standard errors the local variance plus the central noise's. Under
+    either VDAF draft (issue 85, item 1: VDAF-08's shares carry the same sums, its noise is the same)."""
     from ldp.encoders.randomized_response import GRRParams
     from ldp.protocols.registry import client_protocols
 
     params = GRRParams(2.0, 4)
     local = {"protocol": "grr", "params": params.to_dict()}
-    w = world(tmp_path, params={"length": 4}, noise=Noise("laplace", 1.0), min_batch_size=100, local=local, seed=5)
+    w = world(tmp_path, params={"length": 4}, noise=Noise("laplace", 1.0), min_batch_size=100, local=local, seed=5,
+              draft=draft)
+    assert w.task.prio3().draft == draft
     encoder = client_protocols()["grr"][1](params, rng=7, simulation=True)
     fit = params.prio3_fit()
     assert fit is not None
