@@ -4,9 +4,12 @@
 //! **The draft: DAP-09** (`draft-ietf-ppm-dap-09`). It is what the newest published `janus_messages` crate (0.7.x,
 //! Janus 0.7: the reference implementation's message definitions, used to check this module) speaks, so reports
 //! from this crate decode and open in an independent implementation; later drafts have no published decoder to
-//! check against yet. DAP frames every VDAF message as opaque bytes, so the VDAF draft 18 public share and input
-//! shares of [`crate::prio3`] travel in DAP-09's envelope unchanged (DAP-09 itself names VDAF-08; the aggregators
-//! of this deployment run draft 18, the same as the devices).
+//! check against yet. DAP frames every VDAF message as opaque bytes, so the public share and input shares of
+//! [`crate::prio3`] travel in DAP-09's envelope unchanged, of either draft: DAP-09 itself names VDAF-08, which a
+//! client of [`VdafDraft::Draft08`](crate::prio3::VdafDraft::Draft08) shards (what Janus 0.7 and the other deployed
+//! DAP-09 aggregators run), while this deployment's own aggregators run draft 18, the default; the builder takes
+//! the client of either. A draft 08 client has no [`ReportBuilder::build_with_random`] (its sharding randomness is
+//! drawn inside prio 0.16.8).
 //!
 //! ```
 //! use ldp_client::dap::{HpkeKeypair, HpkeSuite, ReportBuilder};

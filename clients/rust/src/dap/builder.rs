@@ -99,7 +99,8 @@ impl ReportBuilder {
     /// [`ReportBuilder::build`] with the caller's report ID and randomness ([`ReportBuilder::rand_len`] bytes: the
     /// sharding randomness, then each seal's ephemeral key material): the same inputs always give the same bytes.
     /// **For tests only**: a report ID, sharding randomness or ephemeral key used twice, or not drawn from a
-    /// cryptographic generator, breaks the measurement's privacy. A `rand` of another length is refused.
+    /// cryptographic generator, breaks the measurement's privacy. A `rand` of another length is refused, and so is
+    /// any for a VDAF draft 08 client ([`Prio3Client::shard_with_random`] says why).
     pub fn build_with_random(
         &self,
         measurement: &Measurement,
