@@ -25,7 +25,7 @@ from starlette.routing import Route
 from ldp.aggregators import collection_jobs
 from ldp.aggregators.jobs import MAX_JOB_BYTES
 from ldp.aggregators.messages import ABANDONED_HEADER, MEDIA_TYPES, SHARE_REMOVED, ReportError
-from ldp.aggregators.task import unb64
+from ldp.aggregators.task import b64, unb64
 from ldp.errors import AggregatorError
 from ldp.web.app import service_app
 from ldp.web.auth import CHALLENGE, holds
@@ -50,10 +50,17 @@ MAX_REQUEST = 4096
 
 
 def _refusal(request: Request, exc: Exception) -> Response:
-    """An :class:`AggregatorError`: its problem document with DAP's type; a 401 with the bearer challenge."""
+    """An :class:`AggregatorError`: its problem document with DAP's type and, when the request names a task (its
+    path, or ``/hpke_config``'s ``task_id``), DAP-09's ``taskid`` (§3.2; a DAP client reads it: divviup-ts fails on a
+    DAP problem without it); a 401 with the bearer challenge."""
     assert isinstance(exc, AggregatorError)
     headers = {"WWW-Authenticate": CHALLENGE} if exc.status == 401 else None
-    return problem(exc.status, exc.code, str(exc), dap=True, headers=headers)
+    named = request.path_params.get("task") or request.query_params.get("task_id")
+    try:
+        task_id = b64(unb64(named, 32, "task ID")) if named else None
+    except ValueError:
+        task_id = None  # no task ID at all: nothing to name
+    return problem(exc.status, exc.code, str(exc), dap=True, headers=headers, task_id=task_id)
 
 
 def media_type(content_type: str | None) -> str:

@@ -13,6 +13,8 @@ is one JSON object::
 * ``title`` (§3.1.3): the same for every occurrence of a type — the HTTP status phrase for ``about:blank``
   (§4.2.1), the code in words for a DAP type. ``detail`` (§3.1.4): this occurrence, never a report's content nor a
   token. ``status`` (§3.1.2): the response's status code.
+* ``taskid``: DAP-09's member (§3.2) naming, in base64url, the task an aggregator's refusal is about, when the
+  request names one.
 * ``code`` and ``error``, extension members (§3.2): the refusal's code (``unauthorized``, ``too_large``,
   ``report_replayed``, ...). ``code`` is what the aggregators' clients read (:mod:`ldp.aggregators.http`);
   ``error`` is what the devices' uploaders read since the first release (Python, TypeScript, Kotlin: the JSON
@@ -125,12 +127,15 @@ def code_of(doc: Mapping[str, Any]) -> str | None:
 
 
 def problem(status: int, code: str, detail: str, *, dap: bool = False,
-            headers: Mapping[str, str] | None = None) -> JSONResponse:
-    """The answer: :func:`problem_document` as ``application/problem+json`` with ``status`` and ``headers``."""
+            headers: Mapping[str, str] | None = None, task_id: str | None = None) -> JSONResponse:
+    """The answer: :func:`problem_document` as ``application/problem+json`` with ``status`` and ``headers``; with
+    ``task_id`` (base64url), DAP-09's ``taskid`` member (§3.2: the task a DAP refusal is about)."""
     from starlette.responses import JSONResponse
 
-    return JSONResponse(problem_document(status, code, detail, dap=dap), status_code=status,
-                        headers=dict(headers) if headers else None, media_type=PROBLEM)
+    doc = problem_document(status, code, detail, dap=dap)
+    if task_id is not None:
+        doc["taskid"] = task_id
+    return JSONResponse(doc, status_code=status, headers=dict(headers) if headers else None, media_type=PROBLEM)
 
 
 _DETAILS = {404: "nothing is served at this path", 405: "this path takes other methods (Allow)"}

@@ -45,14 +45,17 @@ def test_routes_tokens_and_codes(apps: Any) -> None:
     assert by_task.headers["content-type"] == "application/dap-hpke-config-list"
     other = helper.get("/hpke_config", params={"task_id": b64(bytes(32))})
     assert other.status_code == 404 and other.json()["type"] == "urn:ietf:params:ppm:dap:error:unrecognizedTask"
+    assert other.json()["taskid"] == b64(bytes(32))
     bad = helper.get("/hpke_config", params={"task_id": "not a task"})
     assert bad.status_code == 400 and bad.json()["type"] == "urn:ietf:params:ppm:dap:error:invalidMessage"
+    assert "taskid" not in bad.json()  # no task ID to name
     path = f"/tasks/{w.task.id_text}/reports"
     body = w.report(1)
     assert leader.put(path, content=body, headers=DAP_REPORT).status_code == 201
     again = leader.put(path, content=body, headers=DAP_REPORT)
     assert again.status_code == 409 and again.json()["code"] == "report_replayed"
     assert again.json()["type"] == "urn:ietf:params:ppm:dap:error:reportRejected"
+    assert again.json()["taskid"] == w.task.id_text  # DAP-09 §3.2's member: the task the refusal is about
     unknown = leader.put(f"/tasks/{b64(bytes(32))}/reports", content=body, headers=DAP_REPORT)
     assert unknown.json()["code"] == "unrecognized_task"
     assert leader.put("/tasks/short/reports", content=body, headers=DAP_REPORT).status_code == 404

@@ -6,7 +6,8 @@ information, and never the Prio3 binding, which is a distribution of its own (``
 Why the C kernels may stay: 0.3 MB in all once stripped (1 % of the client's venv), no runtime dependency, no
 toolchain but a C compiler (and left out without one), and no client code loads them (``.ci/client_smoke.py``
 checks); moving them out would take a second compiled distribution and changes to the server modules that import
-them, for 0.3 MB. What the client's install lost is the Rust library (1.8 MB then, 2.4 MB with VDAF-08) that needed cargo.
+them, for 0.3 MB. What the client's install lost is the Rust library (1.8 MB then, 2.4 MB with VDAF-08) that
+needed cargo.
 
 The file list is read from the wheel ``LDP_CLIENT_WHEEL`` names (``.ci/run`` passes the one its client-only install
 installs), from the installed ldp-telemetry (the README's test command installs it from this tree: its RECORD is the

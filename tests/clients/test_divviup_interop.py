@@ -12,9 +12,9 @@ both (no noise), every report counted and none refused; a few reports of a 1,024
 The same Node process then times ``task.generateReport`` (Prio3 sharding and both HPKE seals, no upload) for a
 16-bucket and a 1,024-bucket Prio3Histogram task; the numbers are printed (``pytest -s``) for the benchmarks.
 
-What does not interoperate yet (the xfail test): a refusal. ``ldp``'s problem documents have no ``taskid`` member
-(DAP-09 §3.2: SHOULD, when the task is known) and divviup-ts's ``DAPError`` reads it unconditionally, so the app gets a
-``TypeError`` instead of the refusal, and ``sendMeasurement`` never retries after ``outdatedConfig``.
+A refusal reaches divviup-ts as its ``DAPError`` with DAP-09's type: ``ldp``'s problem documents carry DAP-09's
+``taskid`` member (§3.2), which divviup-ts's ``DAPError`` reads unconditionally (without it, the app got a
+``TypeError``, and ``sendMeasurement`` never retried after ``outdatedConfig``).
 
 CI runs ``npm ci`` in tests/support/divviup (.ci/run) and sets ``LDP_REQUIRE_DIVVIUP=1``, so a missing install fails
 there; elsewhere the tests skip and say to run it.
@@ -193,11 +193,6 @@ def test_divviup_ts_reports_are_counted_exactly_by_ldp(deployment: LoopbackAggre
     assert all(b["mean_ms"] > 0 for b in result["bench"])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "ldp's problem documents have no \"taskid\" member (DAP-09 §3.2: SHOULD, when the task ID is known); divviup-ts "
-    "0.9.1's DAPError constructor reads it unconditionally (new TaskId(problem.taskid)), so every refusal by ldp "
-    "reaches the app as a TypeError (\"Cannot read properties of undefined (reading 'length')\") instead of a "
-    "DAPError, and sendMeasurement's retry on outdatedConfig (a rotated HPKE key) never runs"))
 def test_a_refusal_by_ldp_reaches_divviup_ts_as_a_dap_error(tmp_path: Path) -> None:
     node()
     prio()
