@@ -91,3 +91,30 @@ def test_a_leader_that_does_not_answer_is_named_with_its_url(tmp_path: Path) -> 
                               str(tmp_path / "token"), "--window", "2026-11-26"])
     assert code == 2 and "internal error" not in err
     assert f"the leader at {url} did not answer" in err, err
+
+
+@pytest.mark.parametrize(("vdaf", "draft", "key_bytes"), [("08", 8, 16), ("18", 18, 32)])
+def test_the_task_names_its_vdaf_draft_and_the_verify_key_fits_it(tmp_path: Path, vdaf: str, draft: int,
+                                                                   key_bytes: int) -> None:
+    """Issue 85, item 1: ``ldp collect task --vdaf 08|18`` records the draft, and ``--verify-key`` writes a key of
+    that draft's size (VDAF-08's Prio3 keys are 16 bytes)."""
+    _prio()
+    from ldp.aggregators.config import read_secret
+    from ldp.aggregators.task import Task, unb64
+
+    key = str(tmp_path / "k.json")
+    assert call_main(["collect", "keygen", "--out", key])[0] == 0
+    code, out, err = call_main(["collect", "task", "--spec", str(ROOT / "examples" / "two_aggregators.json"),
+                                "--metric", "search_engine", "--leader", "http://l", "--helper", "http://h",
+                                "--collector-key", key, "--min-batch-size", "10", "--vdaf", vdaf,
+                                "--out", str(tmp_path / "t.json"), "--verify-key", str(tmp_path / "v")])
+    assert code == 0, err
+    assert f"(VDAF draft {vdaf})" in out
+    task = Task.load(tmp_path / "t.json")
+    assert task.vdaf_draft == draft and task.prio3().draft == draft
+    assert len(unb64(read_secret(tmp_path / "v", "v"), None, "v")) == key_bytes
+    code, _, err = call_main(["collect", "task", "--spec", str(ROOT / "examples" / "two_aggregators.json"),
+                              "--metric", "search_engine", "--leader", "http://l", "--helper", "http://h",
+                              "--collector-key", key, "--min-batch-size", "10", "--vdaf", "9",
+                              "--out", str(tmp_path / "u.json")])
+    assert code == 2 and "invalid choice: '9'" in err
