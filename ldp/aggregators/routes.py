@@ -28,7 +28,7 @@ from ldp.aggregators.messages import ABANDONED_HEADER, MEDIA_TYPES, SHARE_REMOVE
 from ldp.aggregators.task import b64, unb64
 from ldp.errors import AggregatorError
 from ldp.web.app import service_app
-from ldp.web.auth import CHALLENGE, holds
+from ldp.web.auth import CHALLENGE, DAP_AUTH_TOKEN, holds
 from ldp.web.body import read_body
 from ldp.web.pages import SECURITY_HEADERS
 from ldp.web.problems import problem
@@ -92,7 +92,7 @@ class _Routes:
         self.aggregator, self.peer, self.collector, self.operator = aggregator, peer, collector, operator
 
     def require(self, request: Request, *hashes: str | None) -> None:
-        if not holds(request.headers.get("authorization"), hashes):
+        if not holds(request.headers.get("authorization"), hashes, request.headers.get(DAP_AUTH_TOKEN)):
             raise AggregatorError("a bearer token is required (the peer's or the collector's)", "unauthorized", 401)
 
     async def hpke_config(self, request: Request) -> Response:

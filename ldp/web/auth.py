@@ -28,12 +28,15 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 __all__ = ["SCHEME", "OWS", "bearer_token", "token_digest", "bearer_digest", "digest_of", "holder_of", "holds",
-           "CHALLENGE"]
+           "dap_auth_digest", "DAP_AUTH_TOKEN", "CHALLENGE"]
 
 SCHEME = "bearer"
 """RFC 6750's scheme, lowercase: compared case-insensitively (RFC 9110 §11.1)."""
 OWS = " \t"
 """HTTP's optional whitespace (RFC 9110 §5.6.3): the only characters dropped around a token."""
+DAP_AUTH_TOKEN = "DAP-Auth-Token"
+"""The header DAP's earlier drafts, and DAP implementations since (Janus, its interoperation test design), carry an
+aggregator's or collector's token in, bare, instead of ``Authorization: Bearer``: the aggregators take either."""
 CHALLENGE = "Bearer"
 """``WWW-Authenticate`` of a 401 (RFC 9110 §11.6.1: a 401 carries a challenge)."""
 
@@ -83,8 +86,19 @@ def holder_of(digest: bytes | None, holders: Iterable[tuple[bytes, T]]) -> T | N
     return found
 
 
-def holds(header: str | None, hashes: Iterable[str | bytes | None]) -> bool:
+def dap_auth_digest(value: str | None) -> bytes | None:
+    """The SHA-256 of a ``DAP-Auth-Token`` header's token (:data:`DAP_AUTH_TOKEN`), the OWS around it dropped;
+    ``None`` without one or for an empty one."""
+    token = (value or "").strip(OWS)
+    return token_digest(token) if token else None
+
+
+def holds(header: str | None, hashes: Iterable[str | bytes | None], dap_auth: str | None = None) -> bool:
     """Whether an ``Authorization`` header bears one of the tokens whose SHA-256 are ``hashes`` (``None`` entries:
-    a role with no token configured, which nobody holds)."""
+    a role with no token configured, which nobody holds); or, where the service takes it (the aggregators), a
+    ``DAP-Auth-Token`` header ``dap_auth`` does, when there is no bearer token."""
     wanted = [(want, True) for h in hashes if (want := digest_of(h)) is not None]
-    return holder_of(bearer_digest(header), wanted) is not None
+    digest = bearer_digest(header)
+    if digest is None and header is None:
+        digest = dap_auth_digest(dap_auth)
+    return holder_of(digest, wanted) is not None

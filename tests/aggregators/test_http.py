@@ -69,6 +69,8 @@ def test_routes_tokens_and_codes(apps: Any) -> None:
     job = helper.put(f"/tasks/{w.task.id_text}/aggregation_jobs/AAAAAAAAAAAAAAAAAAAAAA", content=b"",
                      headers=_auth(COLLECTOR))
     assert job.status_code == 401
+    dap_auth = helper.get("/status", headers={"DAP-Auth-Token": PEER})  # DAP implementations' header, taken too
+    assert dap_auth.status_code == 200
     job = helper.put(f"/tasks/{w.task.id_text}/aggregation_jobs/AAAAAAAAAAAAAAAAAAAAAA", content=b"x",
                      headers=_auth(PEER))
     assert job.status_code == 415 and job.json()["code"] == "invalid_message"  # no DAP-09 media type

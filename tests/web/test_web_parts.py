@@ -235,3 +235,16 @@ def test_the_parts_that_say_so_import_no_http_stack() -> None:
     code = ("import sys; import ldp.web, ldp.web.auth, ldp.web.problems, ldp.web.config, ldp.web.secret_files, "
             "ldp.web.pages, ldp.aggregators.http; sys.exit(1 if 'starlette' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_the_aggregators_take_a_dap_auth_token_header_too() -> None:
+    """DAP implementations (Janus, its interoperation test design) send ``DAP-Auth-Token: <token>``; the aggregators
+    take it where no ``Authorization`` header is sent (one with another scheme or token is not overridden)."""
+    from ldp.web.auth import holds, token_digest
+
+    want = token_digest("s3cret").hex()
+    assert holds(None, [want], "s3cret") and holds(None, [want], " s3cret\t")
+    assert not holds(None, [want], "other") and not holds(None, [want], "") and not holds(None, [want], None)
+    assert not holds("Bearer other", [want], "s3cret") and not holds("Basic eA==", [want], "s3cret")
+    assert holds("Bearer s3cret", [want], "other")
+    assert not holds(None, [None], "s3cret")  # a role with no token: nobody holds it
