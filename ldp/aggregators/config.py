@@ -59,6 +59,9 @@ KEY_FORMAT = "ldp-hpke-key/1"
 PLAIN_KEYS = frozenset({"role", "store", "hpke_key", "records_key", "job_retention", "job_size", "job_bytes",
                         "max_job_attempts", "aggregate_every", "report_expiry"})
 """The top-level keys that are not tables."""
+TOKEN_HEADERS = ("authorization", "dap-auth-token")
+"""``[peer] token_header``: ``Authorization: Bearer <token>`` (the default), or ``DAP-Auth-Token: <token>`` (what a
+helper of another DAP implementation may expect, as Janus's interoperation aggregator does)."""
 TABLES = frozenset({"store_options", "peer", "collector", "operator", "tasks"})
 
 
@@ -78,6 +81,8 @@ class AggregatorConfig:
     peer_url: str | None = None
     peer_token: str | None = None
     peer_token_sha256: str | None = None
+    peer_token_header: str = "authorization"
+    """How the leader sends its token to the helper (:data:`TOKEN_HEADERS`)."""
     collector_token_sha256: str | None = None
     job_size: int = 1000
     job_bytes: int = 16 << 20
@@ -131,17 +136,25 @@ def _role(data: dict[str, Any], role: str | None) -> str:
 def _peers(data: dict[str, Any], role: str, base: Path) -> dict[str, Any]:
     """``[peer]`` and ``[collector]``: the leader's way to the helper (its URL and token file) and the collector's
     token hash; the helper's hash of the leader's token (and no ``[collector]``)."""
-    peer = loader.table("peer", data.get("peer", {}), {"url", "token_file", "token_sha256"}, plain=PLAIN_KEYS)
+    peer = loader.table("peer", data.get("peer", {}), {"url", "token_file", "token_sha256", "token_header"},
+                        plain=PLAIN_KEYS)
     collector = loader.table("collector", data.get("collector", {}), {"token_sha256"}, plain=PLAIN_KEYS)
     if role == "helper":
         if collector:
             raise ConfigError("the helper has no [collector]: the collector talks to the leader only")
+        if "token_header" in peer:
+            raise ConfigError("peer.token_header is the leader's (how it sends its token to the helper): the helper "
+                              "takes either header")
         return {"peer_token_sha256": _hash(peer, "peer.")}
+    header = peer.get("token_header", "authorization")
+    if header not in TOKEN_HEADERS:
+        raise ConfigError(f"peer.token_header must be one of {', '.join(TOKEN_HEADERS)}, got {header!r}")
     peer_url = _str(peer, "url", "peer.")
     if not peer_url.startswith(("http://", "https://")):
         raise ConfigError(f"peer.url must be the helper's http(s) URL, got {peer_url!r}")
     token = read_secret(loader.relative_path(base, _str(peer, "token_file", "peer.")), "peer.token_file")
-    return {"peer_url": peer_url, "peer_token": token, "collector_token_sha256": _hash(collector, "collector.")}
+    return {"peer_url": peer_url, "peer_token": token, "peer_token_header": header,
+            "collector_token_sha256": _hash(collector, "collector.")}
 
 
 def _tasks(data: dict[str, Any], base: Path) -> tuple[TaskEntry, ...]:

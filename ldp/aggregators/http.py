@@ -50,6 +50,7 @@ from ldp.aggregators.collection_messages import COLLECTION_JOB_ID_SIZE, Collecti
 from ldp.aggregators.messages import ABANDONED_HEADER, SHARE_REMOVED
 from ldp.aggregators.task import b64
 from ldp.errors import AggregatorError
+from ldp.web.auth import DAP_AUTH_TOKEN
 from ldp.web.problems import DAP_ERROR, PROBLEM, STATUS_CODES, code_of
 
 __all__ = ["create_app", "HelperClient", "LeaderClient", "DAP_REPORT", "HPKE_CONFIG_LIST", "PROBLEM"]
@@ -74,13 +75,15 @@ def _request(method: str, url: str, body: bytes | None, token: str | None, conte
     return _exchange(method, url, body, token, content_type, timeout)[1]
 
 
-def _exchange(method: str, url: str, body: bytes | None, token: str | None, content_type: str, timeout: float
-              ) -> tuple[int, bytes, Any]:
+def _exchange(method: str, url: str, body: bytes | None, token: str | None, content_type: str, timeout: float,
+              token_header: str = "authorization") -> tuple[int, bytes, Any]:
     """One request; the status, body and headers of a 2xx answer, :class:`AggregatorError` with the problem's code
     for a 4xx or a DAP refusal, or ``OSError`` for no answer or another 5xx (the caller retries: the server
-    failed)."""
+    failed). The token goes as ``Authorization: Bearer``, or as ``DAP-Auth-Token`` (``token_header``)."""
     headers = {"Content-Type": content_type}
-    if token:
+    if token and token_header == "dap-auth-token":
+        headers[DAP_AUTH_TOKEN] = token
+    elif token:
         headers["Authorization"] = f"Bearer {token}"
     req = urllib.request.Request(url, data=body, method=method, headers=headers)
     try:
@@ -108,8 +111,8 @@ class HelperClient:
     answers 5xx (its jobs are idempotent: a retry is the same request)."""
 
     def __init__(self, url: str, token: str, *, timeout: float = 60.0, attempts: int = 5, backoff: float = 0.5,
-                 sleep: Any = time.sleep) -> None:
-        self.url, self.token = url.rstrip("/"), token
+                 sleep: Any = time.sleep, token_header: str = "authorization") -> None:
+        self.url, self.token, self.token_header = url.rstrip("/"), token, token_header
         self.timeout, self.attempts, self.backoff, self.sleep = timeout, attempts, backoff, sleep
 
     def _call(self, method: str, path: str, body: bytes, content_type: str = "application/octet-stream") -> bytes:
@@ -119,7 +122,8 @@ class HelperClient:
         wait = self.backoff
         for attempt in range(self.attempts):
             try:
-                return _exchange(method, self.url + path, body, self.token, content_type, self.timeout)
+                return _exchange(method, self.url + path, body, self.token, content_type, self.timeout,
+                                 self.token_header)
             except OSError as exc:
                 if attempt == self.attempts - 1:
                     raise AggregatorError(f"the helper at {self.url} did not answer ({exc})", "helper_unavailable",

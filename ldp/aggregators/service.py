@@ -51,7 +51,8 @@ def build(config: AggregatorConfig, store: Any, *, helper: Any = None) -> Any:
     if config.role == "helper":
         return Helper(tasks, store, keypair, keys, **common)
     assert config.peer_url is not None and config.peer_token is not None
-    peer = helper if helper is not None else HelperClient(config.peer_url, config.peer_token)
+    peer = helper if helper is not None else HelperClient(config.peer_url, config.peer_token,
+                                                          token_header=config.peer_token_header)
     return Leader(tasks, store, keypair, keys, peer, job_size=config.job_size, report_expiry=config.report_expiry,
                   job_bytes=config.job_bytes, max_job_attempts=config.max_job_attempts, **common)
 

@@ -132,3 +132,61 @@ def test_an_abandoned_job_is_confirmed_by_the_helpers_header(apps: Any) -> None:
             return 204, b"", {}
 
     assert Janus("http://helper", PEER).abandon_job(w.task.task_id, "BBBBBBBBBBBBBBBBBBBBBB") is False
+
+
+def test_the_leader_sends_its_token_in_the_header_its_config_names(tmp_path: Path) -> None:
+    """``[peer] token_header = "dap-auth-token"``: the leader's requests to a helper that expects DAP implementations'
+    ``DAP-Auth-Token`` header carry it there (and no ``Authorization``); the default is the bearer token. A helper's
+    config with the key is refused (it takes either), and so is another value."""
+    import http.server
+    import threading
+
+    from ldp.aggregators.config import load_config
+    from ldp.aggregators.http import HelperClient
+    from ldp.errors import ConfigError
+    from ldp.web.secret_files import write_secret
+
+    seen: list[Any] = []  # each request's headers (an email.message.Message: names compared case-insensitively)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_DELETE(self) -> None:  # noqa: N802 (the standard library's name)
+            seen.append(self.headers)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        HelperClient(url, "tok", token_header="dap-auth-token").abandon_job(bytes(32), "A" * 22)
+        HelperClient(url, "tok").abandon_job(bytes(32), "A" * 22)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen[0].get("DAP-Auth-Token") == "tok" and seen[0].get("Authorization") is None
+    assert seen[1].get("Authorization") == "Bearer tok" and seen[1].get("DAP-Auth-Token") is None
+    w = world(tmp_path, params={"length": 4}, min_batch_size=1)
+    from ldp.aggregators.config import save_keypair
+
+    w.task.save(tmp_path / "t.json")
+    write_secret(tmp_path / "t.verify", b64(w.verify_key) + "\n")
+    write_secret(tmp_path / "helper.token", "tok\n")
+    save_keypair(tmp_path / "k.json", w.leader_key)
+    tasks = '[[tasks]]\nfile = "t.json"\nverify_key_file = "t.verify"\n'
+    leader = ('role = "leader"\nstore = "s"\nhpke_key = "k.json"\n[peer]\nurl = "http://h"\n'
+              'token_file = "helper.token"\n{extra}[collector]\ntoken_sha256 = "' + "b" * 64 + '"\n' + tasks)
+    path = tmp_path / "leader.toml"
+    path.write_text(leader.format(extra=""))
+    assert load_config(path).peer_token_header == "authorization"
+    path.write_text(leader.format(extra='token_header = "dap-auth-token"\n'))
+    assert load_config(path).peer_token_header == "dap-auth-token"
+    path.write_text(leader.format(extra='token_header = "basic"\n'))
+    with pytest.raises(ConfigError, match="peer.token_header must be one of authorization, dap-auth-token"):
+        load_config(path)
+    path.write_text('role = "helper"\nstore = "s"\nhpke_key = "k.json"\n[peer]\ntoken_sha256 = "' + "a" * 64
+                    + '"\ntoken_header = "dap-auth-token"\n' + tasks)
+    with pytest.raises(ConfigError, match="the helper takes either header"):
+        load_config(path)
