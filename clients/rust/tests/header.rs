@@ -126,6 +126,13 @@ fn header_names_the_c_conventions() {
     }
 }
 
+/// The files of the C interface's feature `prio`: each one's function prefix and its least number of functions.
+const PRIO_FILES: [(&str, &str, usize); 3] = [
+    ("src/ffi/sharding.rs", "ldp_prio3_", 10),
+    ("src/ffi/sharding_drafts.rs", "ldp_prio3_", 6),
+    ("src/ffi/dap_report.rs", "ldp_dap_", 7),
+];
+
 /// The Prio3 functions of `src/ffi/sharding.rs` and `src/ffi/sharding_drafts.rs` and the DAP report functions of
 /// `src/ffi/dap_report.rs` (feature `prio`) are all in the header, each declared only under `LDP_CLIENT_PRIO`
 /// (cbindgen.toml's `[defines]`), and no item of the Rust API (`src/prio3.rs`, `src/dap.rs`) leaks into it.
@@ -133,11 +140,7 @@ fn header_names_the_c_conventions() {
 fn header_declares_the_prio3_functions_under_their_define() {
     let text = String::from_utf8(generate()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    for (file, prefix, at_least) in [
-        ("src/ffi/sharding.rs", "ldp_prio3_", 10),
-        ("src/ffi/sharding_drafts.rs", "ldp_prio3_", 6),
-        ("src/ffi/dap_report.rs", "ldp_dap_", 7),
-    ] {
+    for (file, prefix, at_least) in PRIO_FILES {
         let source = std::fs::read_to_string(root().join(file)).unwrap();
         let mut functions: Vec<&str> = source
             .lines()
