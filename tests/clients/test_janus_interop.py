@@ -11,7 +11,9 @@ yesterday's window; ``janus-interop collect`` builds a ``janus_collector::Collec
 processes on loopback (tests/support/loopback_aggregators.py), one VDAF-08 task per Prio3 type, no noise: the
 collected aggregate must equal the truth exactly, every report counted and none refused, for Prio3Count, Prio3Sum,
 Prio3SumVec and Prio3Histogram. A second collection of the window, by another collection job, reads the same
-release.
+release. And a refusal reaches each crate as DAP-09's problem document (§3.2), its type recognized by janus_core:
+``invalidBatchSize`` for a collection of a window with too few reports, ``reportRejected`` for a report older than
+the leader's report expiry.
 
 CI builds the program first (.ci/run: ``cargo build --locked --release`` in clients/rust/janus-interop, its target
 folder cached and named by ``LDP_JANUS_INTEROP``) and sets ``LDP_REQUIRE_JANUS_INTEROP=1``, so a missing build fails
@@ -129,3 +131,27 @@ def test_janus_client_uploads_and_janus_collector_reads_the_exact_truth(deployme
         assert status["refused"] == {} and status.get("refused_at_upload", {}) == {}, (role, status)
     # another collection job for the window: the same release
     assert run(*collect) == result
+
+
+def test_janus_collector_reads_ldps_refusal_as_dap_09s_problem(deployment: LoopbackAggregators) -> None:
+    """A window with too few reports (the day before, empty): the leader refuses the poll with DAP-09's
+    ``invalidBatchSize`` problem document (§3.2), which janus_collector reads and reports."""
+    d = deployment
+    done = subprocess.run([str(program()), "collect", "--task", str(d.root / "collector" / "count.task.json"),
+                           "--collector-key", str(d.root / "collector" / "hpke.json"),
+                           "--token-file", str(d.root / "collector" / "leader.token"), "--window", str(T0 - WINDOW)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert ("400 Bad Request" in done.stderr and "type urn:ietf:params:ppm:dap:error:invalidBatchSize;" in done.stderr
+            and "DAP problem type InvalidBatchSize" in done.stderr), done.stderr
+
+
+def test_janus_client_reads_ldps_refusal_as_dap_09s_problem(deployment: LoopbackAggregators) -> None:
+    """A report older than the leader's report expiry (7 days): refused with DAP-09's ``reportRejected``."""
+    d = deployment
+    done = subprocess.run([str(program()), "upload", "--task", str(d.root / "collector" / "sum.task.json"),
+                           "--values", "[1]", "--time", str(T0 - 8 * WINDOW)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert ("400 Bad Request" in done.stderr and "type urn:ietf:params:ppm:dap:error:reportRejected;" in done.stderr
+            and "DAP problem type ReportRejected" in done.stderr), done.stderr

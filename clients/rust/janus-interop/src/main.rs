@@ -15,7 +15,8 @@
 //! `janus_collector::Collector` from the collector's `ldp collect keygen` key file (its DAP `HpkeConfig` and
 //! private key, base64url) and the token file, collects the time interval `[START, START + window_seconds)` and
 //! prints `{"report_count": N, "interval": [START, DURATION], "result": R}`, R the aggregate (an integer, or an
-//! array of integers). Errors go to stderr, with exit status 1 (2 for bad arguments).
+//! array of integers). Errors go to stderr, with exit status 1 (2 for bad arguments); an aggregator's refusal with
+//! its problem type as janus_core read it (the URI, and the DAP problem type it recognized).
 
 use std::process::ExitCode;
 use std::str::FromStr;
@@ -25,6 +26,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use janus_collector::{AuthenticationToken, Collector, ExponentialBackoff};
 use janus_core::hpke::{HpkeKeypair, HpkePrivateKey};
+use janus_core::http::HttpErrorResponse;
 use janus_messages::{Duration, HpkeConfig, Interval, Query, TaskId, Time};
 use prio::codec::Decode;
 use prio::vdaf;
@@ -131,6 +133,16 @@ impl Task {
     }
 }
 
+/// An aggregator's refusal as janus_core read it: its status, title and detail, its problem type's URI, and the DAP
+/// problem type janus_core recognized in it (none: not one of DAP's).
+fn problem(response: &HttpErrorResponse) -> String {
+    format!(
+        "{response} (type {}; DAP problem type {})",
+        response.type_uri().unwrap_or("none"),
+        response.dap_problem_type().map_or("none".to_string(), |t| format!("{t:?}"))
+    )
+}
+
 // -- upload ---------------------------------------------------------------------------------------------------------
 
 fn count_measurement(value: &Value) -> Result<bool, Error> {
@@ -193,7 +205,10 @@ where
     }
     let mut uploaded = 0;
     while let Some(joined) = set.join_next().await {
-        uploaded += joined.map_err(|e| format!("an upload task failed: {e}"))?.map_err(|e| format!("upload: {e}"))?;
+        uploaded += joined.map_err(|e| format!("an upload task failed: {e}"))?.map_err(|e| match e {
+            janus_client::Error::Http(response) => format!("upload: {}", problem(&response)),
+            e => format!("upload: {e}"),
+        })?;
     }
     assert_eq!(uploaded, total);
     Ok(uploaded)
@@ -303,8 +318,10 @@ where
         .with_collect_poll_backoff(poll)
         .build()?;
     let interval = Interval::new(Time::from_seconds_since_epoch(window), Duration::from_seconds(task.window_seconds))?;
-    let collection =
-        collector.collect(Query::new_time_interval(interval), &()).await.map_err(|e| format!("collect: {e}"))?;
+    let collection = collector.collect(Query::new_time_interval(interval), &()).await.map_err(|e| match e {
+        janus_collector::Error::Http(response) => format!("collect: {}", problem(&response)),
+        e => format!("collect: {e}"),
+    })?;
     let (start, duration) = collection.interval();
     Ok(format!(
         "{{\"report_count\": {}, \"interval\": [{}, {}], \"result\": {}}}",
