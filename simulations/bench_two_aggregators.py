@@ -130,7 +130,7 @@ def python_reports(seal: Callable[[int], bytes], seconds: float, at_least: int =
 class Deployment:
     """One task with its three key pairs and verify key; a fresh leader and helper over new folder stores per run."""
 
-    def __init__(self) -> None:
+    def __init__(self, draft: int = 18) -> None:
         from ldp import prio
         from ldp.aggregators.task import Noise, Task
 
@@ -140,7 +140,7 @@ class Deployment:
                          vdaf_params={"length": BUCKETS}, window_seconds=WINDOW, min_batch_size=100,
                          leader_url="http://127.0.0.1:1", helper_url="http://127.0.0.1:2",
                          collector_hpke_config=self.collector.config.to_bytes(), time_precision=PRECISION,
-                         noise=Noise())
+                         noise=Noise(), vdaf_draft=draft)
         self.verify_key = secrets.token_bytes(self.task.prio3().verify_key_size)
         self.now = T0 + PRECISION + 10
 
@@ -267,7 +267,11 @@ def run(n: int, repeats: int, rounds: int, seconds: float, log: Callable[[str], 
     truth = [sum(1 for i in range(n) if i % BUCKETS == b) for b in range(BUCKETS)]
     decoded = [prio.DapReport.from_bytes(r) for r in reports]
     raw_exe = build_raw()
-    stage_runs: dict[str, list[float]] = {s: [] for s in (*STAGES, "whole", "hpke_opens", "batch_calls")}
+    stage_runs: dict[str, list[float]] = {s: [] for s in (*STAGES, "whole", "hpke_opens", "batch_calls",
+                                                          "aggregate_vdaf08", "whole_vdaf08")}
+    dep08 = Deployment(draft=8)  # the same pipeline on a VDAF-08 task (issue 85), alternating with draft 18's
+    hist08 = dep08.task.prio3()
+    reports08 = [dep08.seal(hist08, i % BUCKETS) for i in range(n)]
     leader_shares = [prio.open_input_share(dep.leader_key, role="leader", task_id=dep.task.task_id,
                                            report_id=r.report_id, time=r.time, public_share=r.public_share,
                                            ciphertext=r.leader_ciphertext) for r in decoded]
@@ -282,13 +286,16 @@ def run(n: int, repeats: int, rounds: int, seconds: float, log: Callable[[str], 
                 one = pipeline_run(dep, reports, truth, scratch)
                 opens = hpke_opens_run(dep, decoded)
                 batch, batch_ok = batch_calls_run(dep, decoded, leader_shares)
-                correct = correct and one["correct"] and batch_ok
+                one08 = pipeline_run(dep08, reports08, truth, scratch)
+                correct = correct and one["correct"] and batch_ok and one08["correct"]
                 if run_no:  # the first is a warm-up
                     for s in STAGES:
                         stage_runs[s].append(one[s])
                     stage_runs["whole"].append(sum(one[s] for s in STAGES))
                     stage_runs["hpke_opens"].append(opens)
                     stage_runs["batch_calls"].append(batch)
+                    stage_runs["aggregate_vdaf08"].append(one08["aggregate"])
+                    stage_runs["whole_vdaf08"].append(sum(one08[s] for s in STAGES))
             if not isinstance(raw_exe, str):
                 raws.append(raw_path(raw_exe, CASE, n, repeats))
             bindings.append(python_path(CASE, n, repeats))
@@ -308,9 +315,15 @@ def run(n: int, repeats: int, rounds: int, seconds: float, log: Callable[[str], 
                                "the HPKE part of aggregate",
                  "batch_calls": "the aggregators' Prio3 calls on all the reports as one job (leader_init_batch on "
                                 "the shares its door opened, helper_prepare_batch with its HPKE opens, "
-                                "leader_finish_batch), without the job's messages and records"},
+                                "leader_finish_batch), without the job's messages and records",
+                 "aggregate_vdaf08": "aggregate, on a VDAF-08 task (prio 0.16.8): the same reports' values and "
+                                     "pipeline, run alternately with draft 18's",
+                 "whole_vdaf08": "whole, on that VDAF-08 task"},
         **stages,
     }
+    out["aggregators"]["vdaf08_over_vdaf18"] = {  # two paths timed in one run: best reports/s over best
+        "aggregate": stages["aggregate_vdaf08"]["reports_per_s"]["best"] / stages["aggregate"]["reports_per_s"]["best"],
+        "whole": stages["whole_vdaf08"]["reports_per_s"]["best"] / stages["whole"]["reports_per_s"]["best"]}
     raw: dict[str, Any] | str = raw_exe if isinstance(raw_exe, str) else best_round(raws)
     binding = best_round(bindings)
     agg_rate = stages["aggregate"]["reports_per_s"]["best"]
