@@ -139,3 +139,26 @@ def test_a_vdaf_08_task_counts_exactly_end_to_end(tmp_path: Path, vdaf: str, par
     for value in values:
         w.leader.upload(w.task.task_id, w.report(value))
     assert list(w.collect().sums) == truth
+
+
+@pytest.mark.parametrize(("vdaf", "params", "value"), [("Prio3Histogram", {"length": 4}, 2), ("Prio3Count", {}, 1)])
+def test_a_report_of_the_other_vdaf_draft_is_refused_and_never_counted(tmp_path: Path, vdaf: str,
+                                                                       params: dict[str, int], value: Any) -> None:
+    """A hostile or outdated device sends a draft-18 report to a VDAF-08 task: refused at the door where its shares'
+    lengths differ, else (Prio3Count's shares have the same length in both drafts) refused in its job; counted by
+    neither aggregator."""
+    p = prio()
+    w = world(tmp_path, vdaf=vdaf, params=params, min_batch_size=1, draft=8)
+    other = getattr(p, vdaf)(ctx=w.task.task_id, **params)  # draft 18
+    wrong = p.seal_report(other, value, task_id=w.task.task_id, time=T0 + 5, leader=w.leader_key.config,
+                          helper=w.helper_key.config)
+    try:
+        w.leader.upload(w.task.task_id, wrong)
+        at_door = False
+    except AggregatorError as exc:
+        assert exc.code == "invalid_message"
+        at_door = True
+    w.leader.upload(w.task.task_id, w.report(value))
+    c = w.collect()
+    assert c.report_count == 1 and (at_door or sum(c.refused.values()) == 1)
+    assert at_door == (vdaf != "Prio3Count")
