@@ -152,8 +152,11 @@ class LeaderClient:
     leader that does not answer (nothing listens, a timeout, a 5xx that is no refusal) is a ``ConnectionError``
     naming its URL; a refusal an :class:`~ldp.errors.AggregatorError` with its code."""
 
-    def __init__(self, url: str, token: str | None = None, *, timeout: float = 300.0) -> None:
-        self.url, self.token, self.timeout = url.rstrip("/"), token, timeout
+    def __init__(self, url: str, token: str | None = None, *, timeout: float = 300.0,
+                 token_header: str = "authorization", wait: float = 60.0, sleep: Any = time.sleep,
+                 clock: Any = time.monotonic) -> None:
+        self.url, self.token, self.timeout, self.token_header = url.rstrip("/"), token, timeout, token_header
+        self.wait, self.sleep, self.clock = wait, sleep, clock
 
     def _call(self, method: str, url: str, body: bytes | None, token: str | None, content_type: str) -> bytes:
         return self._exchange(method, url, body, token, content_type)[1]
@@ -161,7 +164,7 @@ class LeaderClient:
     def _exchange(self, method: str, url: str, body: bytes | None, token: str | None, content_type: str
                   ) -> tuple[int, bytes, Any]:
         try:
-            return _exchange(method, url, body, token, content_type, self.timeout)
+            return _exchange(method, url, body, token, content_type, self.timeout, self.token_header)
         except OSError as exc:
             who = f"the leader at {self.url}" if url.startswith(self.url + "/") else url
             reason = getattr(exc, "reason", None) or exc
@@ -176,16 +179,25 @@ class LeaderClient:
 
     def collect(self, task_id: bytes, window: int, window_seconds: int) -> bytes:
         """DAP-09's collection flow (§4.7) for one window: a collection job created (``PUT`` of a
-        ``CollectionReq``) and polled (``POST``); the encoded ``Collection``. A window that has not ended (202) is
-        ``window_open``."""
+        ``CollectionReq``) and polled (``POST``) while the leader answers 202, each poll after its ``Retry-After``
+        (1 s when it names none), for at most ``wait`` seconds in all; the encoded ``Collection``. A leader that
+        asks to wait past that (an ``ldp`` leader whose window has not ended names the time left) is
+        ``window_open`` at once."""
         url = f"{self.url}/tasks/{b64(task_id)}/collection_jobs/{b64(secrets.token_bytes(COLLECTION_JOB_ID_SIZE))}"
         self._call("PUT", url, CollectionReq(Interval(window, window_seconds)).to_bytes(), self.token,
                    MEDIA_TYPES["CollectionReq"])
-        status, body, headers = self._exchange("POST", url, b"", self.token, "application/octet-stream")
-        if status == 202:
-            raise AggregatorError(f"window {window} has not ended: it is collected once, after its end (the leader "
-                                  f"asks to poll again in {headers.get('Retry-After', '?')} s)", "window_open", 400)
-        return body
+        deadline = self.clock() + self.wait
+        while True:
+            status, body, headers = self._exchange("POST", url, b"", self.token, "application/octet-stream")
+            if status != 202:
+                return body
+            retry = _retry_after(headers.get("Retry-After"))
+            if self.clock() + retry > deadline:
+                raise AggregatorError(f"window {window} is not released yet: the leader asks to poll again in "
+                                      f"{headers.get('Retry-After', '?')} s, past this collector's wait of "
+                                      f"{self.wait:g} s (an ldp leader releases a window once, after its end)",
+                                      "window_open", 400)
+            self.sleep(retry)
 
     def collect_json(self, task_id: bytes, window: int) -> dict[str, Any]:
         """This project's own collection route (``POST /tasks/{task}/collections``, JSON): the same release, with
@@ -199,3 +211,11 @@ class LeaderClient:
     def status(self) -> dict[str, Any]:
         out = json.loads(self._call("GET", f"{self.url}/status", None, self.token, "application/json"))
         return out if isinstance(out, dict) else {}
+
+
+def _retry_after(value: str | None) -> float:
+    """A ``Retry-After`` in seconds (RFC 9110 §10.2.3: delay-seconds; an HTTP date or nothing counts as 1 s)."""
+    try:
+        return max(0.0, float(int(str(value).strip())))
+    except ValueError:
+        return 1.0

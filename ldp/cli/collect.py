@@ -37,6 +37,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--task", metavar="FILE", help="the task file (collecting)")
     p.add_argument("--key", metavar="FILE", help="the collector's HPKE key file (collecting)")
     p.add_argument("--token-file", metavar="FILE", help="the collector's bearer token for the leader (collecting)")
+    p.add_argument("--token-header", choices=("authorization", "dap-auth-token"), default="authorization",
+                   help="collecting: how the token is sent: `Authorization: Bearer` (default) or DAP-09's "
+                        "`DAP-Auth-Token` (what a Janus leader given a DAP-Auth token expects)")
+    p.add_argument("--wait", type=number(float, 0, 86400), default=60.0, metavar="SECONDS",
+                   help="collecting: how long to poll a collection job the leader has not finished (default 60)")
     p.add_argument("--leader", metavar="URL", help="the leader's URL (task: required; collecting: the task's)")
     p.add_argument("--window", action="append", metavar="START",
                    help="a window to collect: its start, in seconds since the epoch or ISO 8601 UTC (repeatable)")
@@ -157,7 +162,7 @@ def _collect(args: argparse.Namespace) -> int:
     task = Task.load(args.task)
     keypair = load_keypair(Path(args.key))
     token = read_secret(Path(args.token_file), "--token-file")
-    client = LeaderClient(args.leader or task.leader_url, token)
+    client = LeaderClient(args.leader or task.leader_url, token, token_header=args.token_header, wait=args.wait)
     results = []
     for text in args.window:
         window = parse_window(text)

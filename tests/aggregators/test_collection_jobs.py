@@ -125,3 +125,55 @@ def test_any_request_body_is_refused_with_a_code(app: Any, body: bytes) -> None:
     assert r.status_code in (201, 400), r.text
     if r.status_code == 400:
         assert r.json()["code"] in ("invalid_message", "batch_invalid")
+
+
+class _Polled:
+    """A leader's answers to the collector's requests, in order (``_exchange`` stood in), and a clock that the
+    collector's sleeps move."""
+
+    def __init__(self, answers: list[tuple[int, dict[str, str]]]) -> None:
+        self.answers, self.calls, self.now, self.slept = answers, [], 0.0, []
+
+    def exchange(self, method: str, url: str, body: Any, token: Any, content_type: str, timeout: float,
+                 token_header: str = "authorization") -> tuple[int, bytes, dict[str, str]]:
+        self.calls.append((method, token_header))
+        if method == "PUT":
+            return 201, b"", {}
+        status, headers = self.answers.pop(0)
+        return status, b"collection" if status == 200 else b"", headers
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def _client(polled: _Polled, monkeypatch: pytest.MonkeyPatch, wait: float) -> Any:
+    from ldp.aggregators import http
+
+    monkeypatch.setattr(http, "_exchange", polled.exchange)
+    return http.LeaderClient("http://leader.example", "tok", token_header="dap-auth-token", wait=wait,
+                             sleep=polled.sleep, clock=lambda: polled.now)
+
+
+def test_the_collector_polls_a_pending_collection_job_as_the_leader_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A leader that aggregates asynchronously (Janus) answers 202 until the job is done: the collector polls
+    after each Retry-After (1 s when none is named), sending its token as the configured header."""
+    polled = _Polled([(202, {"Retry-After": "2"}), (202, {}), (200, {})])
+    assert _client(polled, monkeypatch, wait=60).collect(bytes(32), T0, WINDOW) == b"collection"
+    assert polled.slept == [2.0, 1.0]
+    assert polled.calls == [("PUT", "dap-auth-token")] + [("POST", "dap-auth-token")] * 3
+
+
+@pytest.mark.parametrize(("answers", "wait", "slept"), [
+    ([(202, {"Retry-After": "3600"})], 60, []),  # an ldp leader whose window has not ended: at once
+    ([(202, {"Retry-After": "x"})] * 6, 5, [1.0] * 5),  # no usable Retry-After: 1 s polls for the wait, then out
+])
+def test_the_collector_stops_polling_when_the_leader_asks_to_wait_past_its_wait(
+        monkeypatch: pytest.MonkeyPatch, answers: list[tuple[int, dict[str, str]]], wait: float,
+        slept: list[float]) -> None:
+    from ldp.errors import AggregatorError
+
+    polled = _Polled(list(answers))
+    with pytest.raises(AggregatorError) as exc:
+        _client(polled, monkeypatch, wait=wait).collect(bytes(32), T0, WINDOW)
+    assert exc.value.code == "window_open" and polled.slept == slept
