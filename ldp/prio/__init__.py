@@ -160,12 +160,13 @@ from ldp.errors import MissingExtraError, PrioError
 __all__ = ["Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "VerifyState", "OutputShare", "AggregateShare",
            "PrioError", "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "VDAF_DRAFTS", "PRIO_VERSIONS",
            "available", "require", "HpkeConfig", "HpkeKeypair", "DapReport", "encode_hpke_config_list",
-           "decode_hpke_config_list", "seal_report", "open_input_share", "hpke_seal", "hpke_open"]
+           "decode_hpke_config_list", "seal_report", "open_input_share", "hpke_seal", "hpke_open", "batch_threads",
+           "set_batch_threads"]
 
 _NATIVE = ("Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "VerifyState", "OutputShare", "AggregateShare",
            "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "VDAF_DRAFTS", "PRIO_VERSIONS", "HpkeConfig",
            "HpkeKeypair", "DapReport", "encode_hpke_config_list", "decode_hpke_config_list", "seal_report",
-           "open_input_share", "hpke_seal", "hpke_open")
+           "open_input_share", "hpke_seal", "hpke_open", "batch_threads", "set_batch_threads")
 
 _why_missing: str | None = None
 
@@ -187,12 +188,14 @@ if TYPE_CHECKING:
         Prio3Sum,
         Prio3SumVec,
         VerifyState,
+        batch_threads,
         decode_hpke_config_list,
         encode_hpke_config_list,
         hpke_open,
         hpke_seal,
         open_input_share,
         seal_report,
+        set_batch_threads,
     )
 else:
     try:  # optional: ldp_prio, the distribution ldp-telemetry-prio (bindings/prio), through ldp/prio/_native.py
@@ -213,12 +216,14 @@ else:
             Prio3Sum,
             Prio3SumVec,
             VerifyState,
+            batch_threads,
             decode_hpke_config_list,
             encode_hpke_config_list,
             hpke_open,
             hpke_seal,
             open_input_share,
             seal_report,
+            set_batch_threads,
         )
     except ImportError as exc:
         _why_missing = f"{type(exc).__name__}: {exc}"

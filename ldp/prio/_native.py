@@ -22,15 +22,17 @@ from ldp_prio import (
     Prio3Sum,
     Prio3SumVec,
     VerifyState,
+    batch_threads,
     decode_hpke_config_list,
     encode_hpke_config_list,
     hpke_open,
     hpke_seal,
     open_input_share,
     seal_report,
+    set_batch_threads,
 )
 
 __all__ = ["NONCE_SIZE", "PRIO_VERSION", "PRIO_VERSIONS", "VDAF_DRAFT", "VDAF_DRAFTS", "VERIFY_KEY_SIZE",
            "AggregateShare", "DapReport", "HpkeConfig", "HpkeKeypair", "OutputShare", "Prio3Count", "Prio3Histogram",
            "Prio3Sum", "Prio3SumVec", "VerifyState", "decode_hpke_config_list", "encode_hpke_config_list", "hpke_open",
-           "hpke_seal", "open_input_share", "seal_report"]
+           "hpke_seal", "open_input_share", "seal_report", "batch_threads", "set_batch_threads"]

@@ -292,3 +292,14 @@ def hpke_seal(config: HpkeConfig, info: bytes, aad: bytes, plaintext: bytes) -> 
 def hpke_open(keypair: HpkeKeypair, info: bytes, aad: bytes, ciphertext: bytes) -> bytes:
     """A ciphertext in DAP's ``HpkeCiphertext`` encoding opened with ``keypair``; :class:`~ldp.errors.PrioError`
     (``operation="open"``) for another config id, another key, ``info`` or ``aad``, or tampered bytes."""
+
+
+def batch_threads() -> int:
+    """The threads each batch call (``helper_prepare_batch``, ``leader_init_batch``, ``leader_finish_batch``) uses at
+    most: :func:`set_batch_threads`'s setting, by default the CPUs this process may run on (its affinity honoured).
+    A job's reports are cut into contiguous parts, one per thread, with the GIL released (never fewer than 32
+    reports a part); the results are the same in any number of threads."""
+
+def set_batch_threads(threads: int | None) -> None:
+    """Set the threads each batch call may use: a positive count, or ``None`` for the CPUs this process may run on
+    (the default); ``ValueError`` for 0."""

@@ -509,3 +509,42 @@ def test_the_gil_is_released_while_a_batch_runs(prio: Any, keys: tuple[Any, Any]
         if best > 1000:
             break
     assert best > 1000, f"the main thread ran {best} loops while the batch ran"
+
+
+@pytest.fixture
+def batch_threads(prio: Any) -> Any:
+    """``prio.set_batch_threads``, put back to its default after the test."""
+    yield prio.set_batch_threads
+    prio.set_batch_threads(None)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+@pytest.mark.parametrize(("draft", "name"), [(18, "Prio3Histogram"), (8, "Prio3SumVec"), (18, "Prio3Count")])
+def test_a_job_spread_over_threads_is_the_per_call_paths_job(prio: Any, keys: tuple[Any, Any], pools: Pools,
+                                                             batch_threads: Any, threads: int, draft: int,
+                                                             name: str) -> None:
+    """A job of 32 reports or more a thread is cut into parts, one per thread (issue 86, item 2): the messages,
+    refusals, states, outcomes and both aggregate shares are still the per-call path's, report by report, with
+    every kind of report spread over the parts (and the parts' boundaries between them)."""
+    vdaf, pool = pools[draft, name]
+    every = [r for kind in KINDS for r in pool[kind]]
+    reports = [every[(i * 7) % len(every)] for i in range(170)]  # 170: five parts of 34, or uneven ones
+    n = len(reports)
+    batch_threads(threads)
+    assert prio.batch_threads() == threads
+    both_paths(prio, keys, vdaf, reports, [i % 3 != 0 for i in range(n)], [False] * n, [False] * n)
+    both_paths(prio, keys, vdaf, reports, [True] * n, [i % 11 == 0 for i in range(n)], [i % 13 == 0 for i in range(n)])
+
+
+def test_the_batch_threads_setting(prio: Any, batch_threads: Any) -> None:
+    import os
+
+    batch_threads(None)
+    assert prio.batch_threads() == len(os.sched_getaffinity(0))  # the CPUs this process may run on
+    batch_threads(3)
+    assert prio.batch_threads() == 3
+    with pytest.raises(ValueError, match="positive number of threads"):
+        batch_threads(0)
+    with pytest.raises((TypeError, OverflowError)):
+        batch_threads(-1)
+    assert prio.batch_threads() == 3

@@ -16,6 +16,7 @@ use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
 use crate::backend::Backend;
 use crate::dap::HpkeKeypair;
 use crate::errors::Op;
+use crate::parallel::{in_owned_parts, in_parts};
 use crate::shares::{AggregateShare, VerifyState};
 use crate::vdaf::{fixed, Core};
 
@@ -189,6 +190,9 @@ fn open(
 /// happen with shares of one VDAF), raised as a `PrioError` of `aggregate` once the GIL is back.
 type Fatal = String;
 
+/// A batch's part as a thread finished it (`parallel::in_parts`): its per-report results and its aggregate share.
+type Part<T, B> = (Vec<T>, CrateAggregateShare<<B as Backend>::F>);
+
 /// A report the leader started: its state and its encoded verifier share.
 type Started<B> = (<B as Backend>::State, Vec<u8>);
 
@@ -200,6 +204,19 @@ fn refusal_or_message<'py>(py: Python<'py>, result: &Result<Vec<u8>, Refusal>) -
 }
 
 impl<B: Backend> Core<B> {
+    /// The parts of a batch put back together (`parallel::in_parts`): their per-report results in order, their
+    /// aggregate shares merged; the first part's fatal error, if any.
+    fn joined<T>(&self, parts: Vec<Result<Part<T, B>, Fatal>>, len: usize) -> Result<Part<T, B>, Fatal> {
+        let mut share = self.empty_raw()?;
+        let mut results = Vec::with_capacity(len);
+        for part in parts {
+            let (part_results, part_share) = part?;
+            share.merge(&part_share).map_err(|e| e.to_string())?;
+            results.extend(part_results);
+        }
+        Ok((results, share))
+    }
+
     /// The helper's side of one aggregation job (its docstring in `_native.pyi`): per report, its verifier message
     /// or its refusal code; and the aggregate share of the reports that got a message.
     pub(crate) fn helper_prepare_batch<'py>(
@@ -217,16 +234,19 @@ impl<B: Backend> Core<B> {
         let keypair = &keypair.get().inner;
         let (results, share) = py
             .detach(|| -> Result<_, Fatal> {
-                let mut share = self.empty_raw()?;
-                let mut results = Vec::with_capacity(reports.len());
-                for report in &reports {
-                    let result = self.helper_one(keypair, verify_key, &task_id, report);
-                    if let Ok((_, out)) = &result {
-                        share.accumulate(out).map_err(|e| e.to_string())?;
+                let parts = in_parts(&reports, |part| -> Result<_, Fatal> {
+                    let mut share = self.empty_raw()?;
+                    let mut results = Vec::with_capacity(part.len());
+                    for report in part {
+                        let result = self.helper_one(keypair, verify_key, &task_id, report);
+                        if let Ok((_, out)) = &result {
+                            share.accumulate(out).map_err(|e| e.to_string())?;
+                        }
+                        results.push(result.map(|(message, _)| message));
                     }
-                    results.push(result.map(|(message, _)| message));
-                }
-                Ok((results, share))
+                    Ok((results, share))
+                });
+                self.joined(parts, reports.len())
             })
             .map_err(|e| self.err(py, Op::Aggregate, e))?;
         let results = PyList::new(py, results.iter().map(|r| refusal_or_message(py, r)))?;
@@ -272,8 +292,12 @@ impl<B: Backend> Core<B> {
         let held = batch.read(py, reports, true)?;
         let reports: Vec<Report<'_>> = held.iter().map(Held::report).collect();
         let keypair = &keypair.get().inner;
-        let results: Vec<Result<Started<B>, Refusal>> =
-            py.detach(|| reports.iter().map(|report| self.leader_one(keypair, verify_key, &task_id, report)).collect());
+        let results: Vec<Result<Started<B>, Refusal>> = py.detach(|| {
+            let parts = in_parts(&reports, |part| {
+                part.iter().map(|report| self.leader_one(keypair, verify_key, &task_id, report)).collect::<Vec<_>>()
+            });
+            parts.into_iter().flatten().collect()
+        });
         let mut items = Vec::with_capacity(results.len());
         for result in results {
             items.push(match result {
@@ -349,19 +373,24 @@ impl<B: Backend> Core<B> {
         for state in &held_states {
             taken.push(self.take_state(&mut *state.try_borrow_mut()?).ok());
         }
-        let messages: Vec<&[u8]> = held_messages.iter().map(|m| m.as_bytes()).collect();
+        let pairs: Vec<(Option<B::State>, &[u8])> =
+            taken.into_iter().zip(held_messages.iter().map(|m| m.as_bytes())).collect();
         let (finished, share) = py
             .detach(|| -> Result<_, Fatal> {
-                let mut share: CrateAggregateShare<B::F> = self.empty_raw()?;
-                let mut finished = Vec::with_capacity(taken.len());
-                for (state, message) in taken.into_iter().zip(messages) {
-                    let out = state.and_then(|state| self.next_raw(state, message).ok());
-                    if let Some(out) = &out {
-                        share.accumulate(out).map_err(|e| e.to_string())?;
+                let len = pairs.len();
+                let parts = in_owned_parts(pairs, |part| -> Result<_, Fatal> {
+                    let mut share: CrateAggregateShare<B::F> = self.empty_raw()?;
+                    let mut finished = Vec::with_capacity(part.len());
+                    for (state, message) in part {
+                        let out = state.and_then(|state| self.next_raw(state, message).ok());
+                        if let Some(out) = &out {
+                            share.accumulate(out).map_err(|e| e.to_string())?;
+                        }
+                        finished.push(out.is_some());
                     }
-                    finished.push(out.is_some());
-                }
-                Ok((finished, share))
+                    Ok((finished, share))
+                });
+                self.joined(parts, len)
             })
             .map_err(|e| self.err(py, Op::Aggregate, e))?;
         let finished = PyList::new(py, finished)?;

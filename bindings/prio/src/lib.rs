@@ -39,6 +39,7 @@ mod draft08;
 mod draft18;
 mod errors;
 mod lengths;
+mod parallel;
 mod params;
 mod shares;
 mod spec;
@@ -67,6 +68,8 @@ fn ldp_prio(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dap::open_input_share, m)?)?;
     m.add_function(wrap_pyfunction!(dap::hpke_seal, m)?)?;
     m.add_function(wrap_pyfunction!(dap::hpke_open, m)?)?;
+    m.add_function(wrap_pyfunction!(parallel::batch_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(parallel::set_batch_threads, m)?)?;
     // draft 18's, the default draft's (as before drafts were a parameter); each object's own: its `verify_key_size`
     m.add("PRIO_VERSION", <draft18::V18<spec::CountSpec> as backend::Backend>::CRATE)?;
     m.add("VDAF_DRAFT", 18)?;
