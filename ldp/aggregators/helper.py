@@ -100,22 +100,24 @@ class Helper(Aggregator[TaskState]):
                                       409)
             if not recorded <= set(names.values()):  # recorded, with other windows
                 raise AggregatorError(f"job {job_id} was prepared with another request", "job_mismatch", 409)
+            if len(parts) == 1:  # one window (the usual job): its part's recorded answer is the job's, as it is
+                ((window, _),) = parts.items()
+                return self._part(state, names[window], window, list(init.prepare_inits), digest)
             for window, positions in parts.items():
-                part = names[window]
-                resps = self._part(state, part, window, [init.prepare_inits[i] for i in positions], digest)
+                body = self._part(state, names[window], window, [init.prepare_inits[i] for i in positions], digest)
+                resps = AggregationJobResp.from_bytes(body).prepare_resps
                 for i, resp in zip(positions, resps, strict=True):
                     answers[i] = resp
         return AggregationJobResp(tuple(a for a in answers if a is not None)).to_bytes()
 
-    def _part(self, state: TaskState, part: str, window: int, inits: list[PrepareInit], digest: str
-              ) -> tuple[PrepareResp, ...]:
-        """One window's reports of a job: answered from its record, or prepared and recorded."""
+    def _part(self, state: TaskState, part: str, window: int, inits: list[PrepareInit], digest: str) -> bytes:
+        """One window's reports of a job: the encoded answer, from its record or prepared and recorded."""
         if (done := state.records.job(part)) is not None:
             if done.get("request_sha256") != digest:
                 raise AggregatorError(f"job {part} was prepared with another request", "job_mismatch", 409)
         else:
             done = self._prepare(state, part, window, inits, digest)
-        return AggregationJobResp.from_bytes(bytes.fromhex(done["response"])).prepare_resps
+        return bytes.fromhex(done["response"])
 
     def _prepare(self, state: TaskState, job_id: str, window: int, inits: list[PrepareInit], digest: str
                  ) -> dict[str, Any]:

@@ -156,3 +156,139 @@ def test_refusals() -> None:
         AggregateShareReq(Interval(0, 1), 0, bytes(31)).to_bytes()
     with pytest.raises(TypeError):
         AggregationJobInitReq.from_bytes("text")  # type: ignore[arg-type]
+
+
+# -- the one-loop readers of a job's lists against the reference reader (issue 86, item 2) ------------------------
+
+def _decoded(kind: Any, data: bytes, *, fast: bool) -> Any:
+    """``kind.from_bytes(data)`` with the one-loop readers (``fast``) or with the reference reader alone: the
+    message, or the ``MessageError``'s text."""
+    from ldp.aggregators import messages
+
+    saved = messages._prepare_inits, messages._prepare_resps, messages._ping_pong
+    if not fast:
+        messages._prepare_inits = messages._prepare_resps = lambda *a: None  # type: ignore[assignment]
+    try:
+        return kind.from_bytes(data)
+    except MessageError as exc:
+        return f"MessageError: {exc}"
+    finally:
+        messages._prepare_inits, messages._prepare_resps, messages._ping_pong = saved
+
+
+def _damaged(data: st.DataObject, good: bytes) -> bytes:
+    """``good`` cut short, lengthened, or with one byte changed (a length field as often as not)."""
+    how = data.draw(st.sampled_from(["cut", "grow", "flip", "flip"]))
+    if how == "cut":
+        return good[:data.draw(st.integers(0, max(len(good) - 1, 0)))]
+    if how == "grow":
+        return good + data.draw(st.binary(min_size=1, max_size=8))
+    out = bytearray(good)
+    if out:
+        out[data.draw(st.integers(0, len(out) - 1))] ^= data.draw(st.integers(1, 255))
+    return bytes(out)
+
+
+def _fast(kind: Any, body: bytes) -> Any:
+    """The one-loop reader's items of ``body`` (``None``: it leaves the body to the reference reader)."""
+    from ldp.aggregators import messages
+
+    if kind is AggregationJobResp:
+        return messages._prepare_resps(body)
+    param = int.from_bytes(body[:4], "big") if len(body) >= 4 else 0
+    return messages._prepare_inits(body, 4 + param + 1)
+
+
+@settings(max_examples=400)
+@given(st.lists(inits, max_size=6), st.lists(resps, max_size=6), st.data())
+def test_the_one_loop_readers_read_what_the_reference_reader_reads(reports: list[PrepareInit],
+                                                                   answers: list[PrepareResp],
+                                                                   data: st.DataObject) -> None:
+    """An intact job or answer is read by the one-loop reader itself, to the reference reader's items; a damaged one
+    is left to the reference reader (``None``) or read to its items; either way ``from_bytes`` answers the same
+    message or the same refusal."""
+    for kind, good in ((AggregationJobInitReq, AggregationJobInitReq(tuple(reports)).to_bytes()),
+                       (AggregationJobResp, AggregationJobResp(tuple(answers)).to_bytes())):
+        for body, intact in ((good, True), (_damaged(data, good), False)):
+            reference = _decoded(kind, body, fast=False)
+            assert _decoded(kind, body, fast=True) == reference
+            fast = _fast(kind, body)
+            items = None if isinstance(reference, str) else (
+                reference.prepare_resps if kind is AggregationJobResp else reference.prepare_inits)
+            if intact:
+                assert fast is not None and fast == items
+            elif items is not None:  # (a refused body is the from_bytes comparison's: its header may be the fault)
+                assert fast is None or fast == items
+
+
+@pytest.mark.parametrize("code", [10, 11, 255])
+def test_an_answer_with_an_unknown_prepare_error_is_refused_both_ways(code: int) -> None:
+    body = bytearray(AggregationJobResp((PrepareResp(bytes(16), error=ReportError(3)),)).to_bytes())
+    body[-1] = code
+    assert _fast(AggregationJobResp, bytes(body)) is None
+    assert _decoded(AggregationJobResp, bytes(body), fast=True) == _decoded(AggregationJobResp, bytes(body),
+                                                                              fast=False)
+    assert "unknown PrepareError" in _decoded(AggregationJobResp, bytes(body), fast=True)
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=40), st.integers(0, 3))
+def test_a_ping_pong_message_is_read_as_the_reference_reads_it(data: bytes, kind: int) -> None:
+    from ldp.aggregators import messages
+    from ldp.aggregators.codec import Reader
+
+    def reference() -> Any:
+        rd = Reader(data, "m")
+        try:
+            found = rd.uint(1)
+            field = rd.opaque32()
+            rd.end()
+        except MessageError:
+            return None
+        return field if found == kind else None
+
+    try:
+        got: Any = messages._ping_pong(data, kind, "m")
+    except MessageError:
+        got = None
+    assert got == reference()
+
+
+odd = st.one_of(st.binary(max_size=20), st.integers(-2, 2 ** 64 + 1), st.none(),
+                st.builds(bytearray, st.binary(max_size=20)), st.text(max_size=4))
+
+
+@settings(max_examples=300)
+@given(st.lists(inits, max_size=4), st.lists(resps, max_size=4), odd, odd, st.data())
+def test_the_one_step_encoders_write_what_the_reference_encoders_write(reports: list[PrepareInit],
+                                                                       answers: list[PrepareResp], a: Any, b: Any,
+                                                                       data: st.DataObject) -> None:
+    """Any job and answer, a field replaced by a value of another type or size as often as not: the same bytes as
+    the items' own ``to_bytes``, or the same refusal."""
+    from dataclasses import replace
+
+    from ldp.aggregators import messages
+
+    def both(encode: Any, item: Any) -> tuple[Any, Any]:
+        out = []
+        for f in (encode, type(item).to_bytes):
+            try:
+                out.append(f(item))
+            except (MessageError, TypeError, AttributeError) as exc:
+                out.append(f"{type(exc).__name__}: {exc}")
+        return out[0], out[1]
+
+    for p in reports:
+        if data.draw(st.booleans()):
+            field = data.draw(st.sampled_from(["report_id", "time", "public_share", "encrypted_input_share"]))
+            p = PrepareInit(replace(p.report_share, **{field: a}), p.payload)
+        elif data.draw(st.booleans()):
+            p = PrepareInit(p.report_share, b)
+        fast, reference = both(messages._init_bytes, p)
+        assert fast == reference
+    for r in answers:
+        if r.payload is not None and data.draw(st.booleans()):
+            r = PrepareResp(a if data.draw(st.booleans()) else r.report_id, payload=b if isinstance(b, bytes) else
+                            r.payload)
+        fast, reference = both(messages._resp_bytes, r)
+        assert fast == reference
