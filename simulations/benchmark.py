@@ -171,6 +171,10 @@ class Context:
     sizes: Sizes
     seed: int
     quick: bool
+    device_build: bool = True
+    """Whether sections may build the native device programs (``--no-device-build``: use a built one, else skip)."""
+    cpus: set[int] | None = None
+    """The CPUs the process was given before it pinned itself to one (a section measuring every core uses them)."""
     summary: list[dict[str, Any]] = field(default_factory=list)
     section: str = ""
 
@@ -1084,6 +1088,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20240601, help="seed of every generator used (default %(default)s)")
     ap.add_argument("--repeats", type=int, help="timed runs per measurement (default 5, quick 3)")
     ap.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU")
+    ap.add_argument("--no-device-build", action="store_true", help="do not build the native device programs (the "
+                    "two-aggregator section's Rust and C report figures): use ones already built, else skip them")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr (the log lines stay)")
     args = ap.parse_args(argv)
     if args.source != SOURCE:  # which ldp is imported is decided when this file is loaded
@@ -1112,7 +1118,8 @@ def main(argv: list[str] | None = None) -> int:
             pinned = [affinity_before[0]]
             os.sched_setaffinity(0, pinned)
 
-    ctx = Context(sizes=sizes, seed=args.seed, quick=args.quick)
+    ctx = Context(sizes=sizes, seed=args.seed, quick=args.quick, device_build=not args.no_device_build,
+                  cpus=set(affinity_before) if affinity_before is not None else None)
     which = ldp_info()
     kernels, kernel_details = kernel_status()
     which["kernels"] = kernel_details

@@ -145,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     procs = start(args.janus.resolve(), args.dir.resolve(), args.port)
     print(f"http://127.0.0.1:{args.port}", flush=True)
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    # Ctrl-C or SIGTERM stops everything; SIGINT is handled even where a shell started this in the background,
+    # which ignores it there
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         while all(p.poll() is None for p in procs):
             time.sleep(1)

@@ -1,0 +1,63 @@
+"""Every core on the aggregate step (issue 86, item 2): the two aggregators' aggregate step and their Prio3 batch calls
+with the binding's batch calls in one thread and in as many threads as the machine has cores, alternating, on the
+same reports, in one run; the ratio of the best runs. The benchmark pins itself to one CPU: this part runs on all the
+CPUs the process was given (its affinity widened for it, then put back).
+
+The batch calls cut a job's reports into one part per thread with the GIL released (``ldp.prio.set_batch_threads``,
+bindings/prio/src/parallel.rs); what stays on one core is the aggregators' Python between them (the job messages,
+the checks, the records).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["every_core", "cores_run"]
+
+
+@contextlib.contextmanager
+def every_core(cpus: set[int] | None) -> Iterator[int]:
+    """The process's affinity widened to ``cpus`` (the CPUs it was given before it pinned itself) for the block;
+    the number of CPUs it then has."""
+    if cpus is None or not hasattr(os, "sched_getaffinity"):
+        yield os.cpu_count() or 1
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield len(cpus)
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def cores_run(pipeline: Callable[[Path], dict[str, Any]], batch: Callable[[], tuple[float, bool]], n: int,
+              runs: int, cpus: set[int] | None) -> dict[str, Any]:
+    """``pipeline(scratch)`` (one door + aggregate + collect run: its seconds and correctness) and ``batch()`` (the
+    three batch calls on every report as one job) timed ``runs`` times each with the batch calls in one thread and
+    in every core's, alternating; the best of each and the ratios."""
+    from ldp import prio
+
+    best: dict[tuple[str, int], float] = {}
+    correct = True
+    with every_core(cpus) as cores, tempfile.TemporaryDirectory(prefix="ldp-bench-cores-") as t:
+        threads = (1, cores)
+        for run_no in range(runs + 1):
+            for k in threads:
+                prio.set_batch_threads(k)
+                one = pipeline(Path(t))
+                seconds, ok = batch()
+                correct = correct and one["correct"] and ok
+                if run_no:  # the first is a warm-up
+                    for name, value in (("aggregate", one["aggregate"]), ("batch_calls", seconds)):
+                        best[name, k] = min(best.get((name, k), float("inf")), value)
+        prio.set_batch_threads(None)
+    out: dict[str, Any] = {"cores": cores, "runs": runs, "all_results_correct": correct}
+    for name in ("aggregate", "batch_calls"):
+        out[name] = {f"{k}_threads_us_per_report": best[name, k] * 1e6 / n for k in threads}
+        out[name]["ratio"] = best[name, 1] / best[name, cores]
+    return out
