@@ -143,16 +143,28 @@ class Leader(Aggregator[LeaderTaskState]):
     def upload_many(self, task_id: bytes, bodies: Iterable[bytes]) -> list[AggregatorError | None]:
         """Take many reports at once (a simulation's devices, a batch relayed by a proxy), stored as one chunk: the
         refusal of each, ``None`` for those taken."""
+        from ldp import prio
+
         state = self.task_state(task_id)
         out: list[AggregatorError | None] = []
-        taken: list[StoredReport] = []
+        checked: list[tuple[int, bytes, Any]] = []  # (position, body, report) of the reports to open
         for body in bodies:
             try:
-                taken.append(self._check(state, body))
+                checked.append((len(out), bytes(body), self._check_sealed(state, body)))
                 out.append(None)
             except AggregatorError as exc:
                 state.door[exc.code] += 1
                 out.append(exc)
+        # every leader share opened in one call, spread over the cores with the GIL released
+        shares = prio.open_input_shares(self.keypair, role="leader", task_id=state.task.task_id, reports=[
+            (r.report_id, r.time, r.public_share, r.leader_ciphertext) for _, _, r in checked])
+        taken: list[StoredReport] = []
+        for (i, body, report), share in zip(checked, shares, strict=True):
+            try:
+                taken.append(self._admit(state, body, report, share))
+            except AggregatorError as exc:
+                state.door[exc.code] += 1
+                out[i] = exc
         if taken:
             refused = self._store_reports(state, taken, raise_replays=False)
             if refused:
@@ -170,6 +182,26 @@ class Leader(Aggregator[LeaderTaskState]):
         VDAF bytes are checked by :mod:`ldp.aggregators.door` (the public share and the exact length of the helper's
         sealed share before anything is opened, the leader's share once opened): a report of another VDAF, or a
         padded one, is refused here, never after a 201."""
+        from ldp import prio
+
+        report = self._check_sealed(state, body)
+        try:
+            share = prio.open_input_share(self.keypair, role="leader", task_id=state.task.task_id,
+                                          report_id=report.report_id, time=report.time,
+                                          public_share=report.public_share, ciphertext=report.leader_ciphertext)
+        except PrioError:
+            share = None
+        return self._admit(state, bytes(body), report, share)
+
+    def _admit(self, state: LeaderTaskState, body: bytes, report: Any, share: bytes | None) -> StoredReport:
+        """The checks after the leader's share is opened (``None``: it does not open): the report to store."""
+        if share is None:
+            raise AggregatorError("the leader's share does not open", ReportError.hpke_decrypt_error.code)
+        check_input_share(state.vdaf, share)
+        return StoredReport(bytes(report.report_id), body, report, share)
+
+    def _check_sealed(self, state: LeaderTaskState, body: bytes) -> Any:
+        """The checks before the leader's share is opened: the decoded report, or the refusal."""
         from ldp import prio
 
         task = state.task
@@ -194,14 +226,7 @@ class Leader(Aggregator[LeaderTaskState]):
         if not report.leader_ciphertext or report.leader_ciphertext[0] != self.keypair.config.id:
             raise AggregatorError("the leader's share is sealed to an unknown HPKE config: fetch /hpke_config again",
                                   ReportError.hpke_unknown_config_id.code)
-        try:
-            share = prio.open_input_share(self.keypair, role="leader", task_id=task.task_id, report_id=report.report_id,
-                                          time=report.time, public_share=report.public_share,
-                                          ciphertext=report.leader_ciphertext)
-        except PrioError:
-            raise AggregatorError("the leader's share does not open", ReportError.hpke_decrypt_error.code) from None
-        check_input_share(state.vdaf, share)
-        return StoredReport(bytes(report.report_id), bytes(body), report, share)
+        return report
 
     def _store_reports(self, state: LeaderTaskState, items: list[StoredReport], raise_replays: bool = True
                        ) -> list[bytes]:

@@ -161,12 +161,13 @@ __all__ = ["Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "VerifySta
            "PrioError", "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "VDAF_DRAFTS", "PRIO_VERSIONS",
            "available", "require", "HpkeConfig", "HpkeKeypair", "DapReport", "encode_hpke_config_list",
            "decode_hpke_config_list", "seal_report", "open_input_share", "hpke_seal", "hpke_open", "batch_threads",
-           "set_batch_threads"]
+           "set_batch_threads", "open_input_shares"]
 
 _NATIVE = ("Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "VerifyState", "OutputShare", "AggregateShare",
            "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "VDAF_DRAFTS", "PRIO_VERSIONS", "HpkeConfig",
            "HpkeKeypair", "DapReport", "encode_hpke_config_list", "decode_hpke_config_list", "seal_report",
-           "open_input_share", "hpke_seal", "hpke_open", "batch_threads", "set_batch_threads")
+           "open_input_share", "hpke_seal", "hpke_open", "batch_threads", "set_batch_threads",
+           "open_input_shares")
 
 _why_missing: str | None = None
 
@@ -194,6 +195,7 @@ if TYPE_CHECKING:
         hpke_open,
         hpke_seal,
         open_input_share,
+        open_input_shares,
         seal_report,
         set_batch_threads,
     )
@@ -222,6 +224,7 @@ else:
             hpke_open,
             hpke_seal,
             open_input_share,
+            open_input_shares,
             seal_report,
             set_batch_threads,
         )

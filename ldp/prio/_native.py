@@ -28,6 +28,7 @@ from ldp_prio import (
     hpke_open,
     hpke_seal,
     open_input_share,
+    open_input_shares,
     seal_report,
     set_batch_threads,
 )
@@ -35,4 +36,4 @@ from ldp_prio import (
 __all__ = ["NONCE_SIZE", "PRIO_VERSION", "PRIO_VERSIONS", "VDAF_DRAFT", "VDAF_DRAFTS", "VERIFY_KEY_SIZE",
            "AggregateShare", "DapReport", "HpkeConfig", "HpkeKeypair", "OutputShare", "Prio3Count", "Prio3Histogram",
            "Prio3Sum", "Prio3SumVec", "VerifyState", "decode_hpke_config_list", "encode_hpke_config_list", "hpke_open",
-           "hpke_seal", "open_input_share", "seal_report", "batch_threads", "set_batch_threads"]
+           "hpke_seal", "open_input_share", "seal_report", "batch_threads", "set_batch_threads", "open_input_shares"]

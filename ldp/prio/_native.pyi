@@ -303,3 +303,10 @@ def batch_threads() -> int:
 def set_batch_threads(threads: int | None) -> None:
     """Set the threads each batch call may use: a positive count, or ``None`` for the CPUs this process may run on
     (the default); ``ValueError`` for 0."""
+
+def open_input_shares(keypair: HpkeKeypair, *, role: str, task_id: bytes,
+                      reports: Iterable[tuple[bytes, int, bytes, bytes]]) -> list[bytes | None]:
+    """Each report's input share (``(report_id, time, public_share, ciphertext)``, the ciphertext an encoded
+    ``HpkeCiphertext``) opened as :func:`open_input_share` opens one, the reports spread over the cores with the GIL
+    released (:func:`set_batch_threads`): the payloads in order, ``None`` for a share that does not decode or open.
+    Arguments of the wrong type or size are refused whole (``TypeError``, or ``PrioError`` naming the item)."""

@@ -271,3 +271,40 @@ def test_a_mutated_report_is_taken_exactly_or_refused_with_a_code(fuzzed: Any, m
     assert len(report.public_share) == vdaf.public_share_len
     _, enc, payload = _split(report.helper_ciphertext)
     assert len(enc) in door.KEM_ENC_SIZES.values() and len(payload) == door.helper_payload_len(vdaf)
+
+
+def test_many_reports_at_once_are_taken_and_refused_as_one_by_one(tmp_path: Path) -> None:
+    """``upload_many`` (the leader's shares opened in one call, over the cores: issue 86) against ``upload`` report
+    by report on an identical leader (another store): the same refusal at every position and the same reports
+    stored, for a mix of valid reports, tampered leader shares, another config, a time in the future and repeated
+    report IDs (within the call), spread over more than one part of 32."""
+    from ldp.aggregators.leader import Leader
+    from ldp.storage import open_store
+
+    p = prio()
+    w = world(tmp_path, min_batch_size=1)
+    twin = Leader([w.task], open_store(tmp_path / "twin-store"), w.leader_key, {w.task.task_id: w.verify_key},
+                  w.helper, clock=lambda: w.now)
+    bodies: list[bytes] = []
+    for i in range(120):
+        body = bytearray(w.report(i % 4, time=T0 + 5 + (10 ** 6 if i % 19 == 7 else 0)))
+        sealed = bytes(p.DapReport.from_bytes(bytes(body)).leader_ciphertext)
+        at = bytes(body).index(sealed)
+        if i % 9 == 4:  # the leader's share tampered: its last byte
+            body[at + len(sealed) - 1] ^= 1
+        elif i % 23 == 11:  # sealed to another config ID
+            body[at] ^= 0x40
+        bodies.append(bytes(body))
+    bodies += bodies[:5]  # the same reports again, in the same call
+    expected: list[str | None] = []
+    for body in bodies:
+        try:
+            twin.upload(w.task.task_id, body)
+            expected.append(None)
+        except AggregatorError as exc:
+            expected.append(exc.code)
+    got = [None if e is None else e.code for e in w.leader.upload_many(w.task.task_id, bodies)]
+    assert got == expected
+    assert {None, "hpke_decrypt_error", "hpke_unknown_config_id", "report_too_early", "report_replayed"} <= set(got)
+    assert sorted(w.leader.pending(w.task.task_id)) == sorted(twin.pending(w.task.task_id))
+    assert _door(w) == dict(twin.task_state(w.task.task_id).door)

@@ -366,3 +366,60 @@ def test_the_binding_is_the_native_clients_code() -> None:
     assert 'ldp-telemetry-client = { path = "../../clients/rust"' in manifest
     assert os.path.exists(ROOT / "clients" / "rust" / "src" / "dap.rs")
     assert Path(ROOT / "MANIFEST.in").read_text().count("clients/rust") >= 2
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_many_shares_open_as_each_opens_alone(prio: Any, keys: tuple[Any, Any], threads: int) -> None:
+    """``open_input_shares`` (the leader's door on many reports, spread over the cores) against
+    ``open_input_share`` report by report: the same payloads, ``None`` exactly where one is refused (a tampered or
+    truncated ciphertext, another aggregator's share, another report's metadata, bytes that are no ciphertext)."""
+    vdaf = make(prio, "Prio3Histogram", 18, length=4)
+    leader, helper = keys
+    reports = [prio.DapReport.from_bytes(prio.seal_report(vdaf, i % 4, task_id=TASK, time=3600 * (i + 1),
+                                                          leader=leader.config, helper=helper.config))
+               for i in range(40)]
+    items: list[tuple[bytes, int, bytes, bytes]] = []
+    for i in range(130):  # 130 items: several parts of 32 or more, the faults spread over them
+        r = reports[i % len(reports)]
+        sealed = bytes(r.leader_ciphertext)
+        item = [bytes(r.report_id), r.time, bytes(r.public_share), sealed]
+        if i % 7 == 3:
+            item[3] = sealed[:-1] + bytes([sealed[-1] ^ 1])  # tampered
+        elif i % 11 == 5:
+            item[3] = bytes(r.helper_ciphertext)  # the helper's share
+        elif i % 13 == 6:
+            item[1] = r.time + 1  # another report's metadata
+        elif i % 17 == 8:
+            item[3] = sealed[:5]  # no ciphertext
+        items.append((item[0], item[1], item[2], item[3]))
+    prio.set_batch_threads(threads)
+    try:
+        many = prio.open_input_shares(leader, role="leader", task_id=TASK, reports=items)
+    finally:
+        prio.set_batch_threads(None)
+    for (rid, time, public, sealed), got in zip(items, many, strict=True):
+        try:
+            alone: bytes | None = prio.open_input_share(leader, role="leader", task_id=TASK, report_id=rid, time=time,
+                                                        public_share=public, ciphertext=sealed)
+        except PrioError:
+            alone = None
+        assert got == alone
+    assert sum(x is None for x in many) > 20 and sum(x is not None for x in many) > 60
+    assert prio.open_input_shares(leader, role="leader", task_id=TASK, reports=[]) == []
+
+
+def test_many_shares_refuse_malformed_arguments_whole(prio: Any, keys: tuple[Any, Any]) -> None:
+    leader = keys[0]
+    good = (bytes(16), 0, b"", b"\x01")
+    with pytest.raises(TypeError, match=r"reports\[1\]"):
+        prio.open_input_shares(leader, role="leader", task_id=TASK, reports=[good, [bytes(16), 0, b"", b""]])
+    with pytest.raises(PrioError, match="report_id must be 16 bytes"):
+        prio.open_input_shares(leader, role="leader", task_id=TASK, reports=[good, (bytes(15), 0, b"", b"")])
+    with pytest.raises(PrioError, match=r"reports\[0\] must have 4 items"):
+        prio.open_input_shares(leader, role="leader", task_id=TASK, reports=[good[:3]])
+    with pytest.raises(PrioError, match="role"):
+        prio.open_input_shares(leader, role="collector", task_id=TASK, reports=[good])
+    with pytest.raises(PrioError, match="task_id must be 32 bytes"):
+        prio.open_input_shares(leader, role="leader", task_id=TASK[:31], reports=[good])
+    with pytest.raises(TypeError, match="time must be an int"):
+        prio.open_input_shares(leader, role="leader", task_id=TASK, reports=[(bytes(16), "0", b"", b"")])

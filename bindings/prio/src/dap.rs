@@ -15,12 +15,19 @@ use crate::classes::{Prio3Count, Prio3Histogram, Prio3Sum, Prio3SumVec};
 use crate::errors::{refused, Op};
 use crate::vdaf::ShardedBytes;
 
-fn err(py: Python<'_>, subject: &str, op: Op, what: impl std::fmt::Display) -> PyErr {
+pub(crate) fn err(py: Python<'_>, subject: &str, op: Op, what: impl std::fmt::Display) -> PyErr {
     refused(py, &subject, op, what)
 }
 
 /// An unsigned int argument: a `TypeError` for another type, a `PrioError` outside `[0, max]`.
-fn uint(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str, max: u64, subject: &str, op: Op) -> PyResult<u64> {
+pub(crate) fn uint(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    name: &str,
+    max: u64,
+    subject: &str,
+    op: Op,
+) -> PyResult<u64> {
     if !obj.is_instance_of::<PyInt>() {
         let kind = obj.get_type().name().map(|n| n.to_string()).unwrap_or_default();
         return Err(PyTypeError::new_err(format!("{name} must be an int, got {kind}")));
@@ -31,11 +38,17 @@ fn uint(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str, max: u64, subject: &
     }
 }
 
-fn fixed<const N: usize>(py: Python<'_>, bytes: &[u8], name: &str, subject: &str, op: Op) -> PyResult<[u8; N]> {
+pub(crate) fn fixed<const N: usize>(
+    py: Python<'_>,
+    bytes: &[u8],
+    name: &str,
+    subject: &str,
+    op: Op,
+) -> PyResult<[u8; N]> {
     bytes.try_into().map_err(|_| err(py, subject, op, format!("{name} must be {N} bytes, got {}", bytes.len())))
 }
 
-fn role(py: Python<'_>, role: &str, subject: &str, op: Op) -> PyResult<Aggregator> {
+pub(crate) fn role(py: Python<'_>, role: &str, subject: &str, op: Op) -> PyResult<Aggregator> {
     match role {
         "leader" => Ok(Aggregator::Leader),
         "helper" => Ok(Aggregator::Helper),

@@ -39,6 +39,7 @@ mod draft08;
 mod draft18;
 mod errors;
 mod lengths;
+mod opens;
 mod parallel;
 mod params;
 mod shares;
@@ -66,6 +67,7 @@ fn ldp_prio(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dap::decode_hpke_config_list, m)?)?;
     m.add_function(wrap_pyfunction!(dap::seal_report, m)?)?;
     m.add_function(wrap_pyfunction!(dap::open_input_share, m)?)?;
+    m.add_function(wrap_pyfunction!(opens::open_input_shares, m)?)?;
     m.add_function(wrap_pyfunction!(dap::hpke_seal, m)?)?;
     m.add_function(wrap_pyfunction!(dap::hpke_open, m)?)?;
     m.add_function(wrap_pyfunction!(parallel::batch_threads, m)?)?;
