@@ -1,7 +1,8 @@
-"""Every core on the aggregate step (issue 86, item 2): the two aggregators' aggregate step and their Prio3 batch calls
-with the binding's batch calls in one thread and in as many threads as the machine has cores, alternating, on the
-same reports, in one run; the ratio of the best runs. The benchmark pins itself to one CPU: this part runs on all the
-CPUs the process was given (its affinity widened for it, then put back).
+"""Every core (issue 86, items 2 and 5): the door (the leader's shares opened in one call), the two aggregators'
+aggregate step, the whole pipeline (door, aggregate step, collection) and their Prio3 batch calls, with the binding's
+calls in one thread and in as many threads as the machine has cores, alternating, on the same reports, in one run;
+the ratio of the best runs, and the reports/s on every core. The benchmark pins itself to one CPU: this part runs on
+all the CPUs the process was given (its affinity widened for it, then put back).
 
 The batch calls cut a job's reports into one part per thread with the GIL released (``ldp.prio.set_batch_threads``,
 bindings/prio/src/parallel.rs); what stays on one core is the aggregators' Python between them (the job messages,
@@ -53,11 +54,14 @@ def cores_run(pipeline: Callable[[Path], dict[str, Any]], batch: Callable[[], tu
                 seconds, ok = batch()
                 correct = correct and one["correct"] and ok
                 if run_no:  # the first is a warm-up
-                    for name, value in (("aggregate", one["aggregate"]), ("batch_calls", seconds)):
+                    whole = one["door"] + one["aggregate"] + one["collect"]
+                    for name, value in (("door", one["door"]), ("aggregate", one["aggregate"]), ("whole", whole),
+                                        ("batch_calls", seconds)):
                         best[name, k] = min(best.get((name, k), float("inf")), value)
         prio.set_batch_threads(None)
     out: dict[str, Any] = {"cores": cores, "runs": runs, "all_results_correct": correct}
-    for name in ("aggregate", "batch_calls"):
+    for name in ("door", "aggregate", "whole", "batch_calls"):
         out[name] = {f"{k}_threads_us_per_report": best[name, k] * 1e6 / n for k in threads}
         out[name]["ratio"] = best[name, 1] / best[name, cores]
+        out[name]["reports_per_s_every_core"] = n / best[name, cores]
     return out
