@@ -1,6 +1,6 @@
 """Every core (issue 86, items 2 and 5): the door (the leader's shares opened in one call), the two aggregators'
-aggregate step, the whole pipeline (door, aggregate step, collection) and their Prio3 batch calls, with the binding's
-calls in one thread and in as many threads as the machine has cores, alternating, on the same reports, in one run;
+aggregate step, the whole pipeline (door, aggregate step, collection) and their Prio3 batch calls, with the process on
+one core and on every core, alternating, on the same reports, in one run;
 the ratio of the best runs, and the reports/s on every core. The benchmark pins itself to one CPU: this part runs on
 all the CPUs the process was given (its affinity widened for it, then put back).
 
@@ -26,7 +26,7 @@ def every_core(cpus: set[int] | None) -> Iterator[int]:
     """The process's affinity widened to ``cpus`` (the CPUs it was given before it pinned itself) for the block;
     the number of CPUs it then has."""
     if cpus is None or not hasattr(os, "sched_getaffinity"):
-        yield os.cpu_count() or 1
+        yield len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
         return
     before = os.sched_getaffinity(0)
     os.sched_setaffinity(0, cpus)
@@ -39,29 +39,32 @@ def every_core(cpus: set[int] | None) -> Iterator[int]:
 def cores_run(pipeline: Callable[[Path], dict[str, Any]], batch: Callable[[], tuple[float, bool]], n: int,
               runs: int, cpus: set[int] | None) -> dict[str, Any]:
     """``pipeline(scratch)`` (one door + aggregate + collect run: its seconds and correctness) and ``batch()`` (the
-    three batch calls on every report as one job) timed ``runs`` times each with the batch calls in one thread and
-    in every core's, alternating; the best of each and the ratios."""
+    three batch calls on every report as one job) timed ``runs`` times each on one core (the process's affinity as
+    the benchmark pinned it) and on every core (widened to ``cpus``), alternating; the binding's calls use as many
+    threads as the process's CPUs (its default). The best of each and the ratios."""
     from ldp import prio
 
+    prio.set_batch_threads(None)
     best: dict[tuple[str, int], float] = {}
     correct = True
-    with every_core(cpus) as cores, tempfile.TemporaryDirectory(prefix="ldp-bench-cores-") as t:
-        threads = (1, cores)
+    cores = len(cpus) if cpus else (os.cpu_count() or 1)
+    arms = (1, cores)
+    with tempfile.TemporaryDirectory(prefix="ldp-bench-cores-") as t:
         for run_no in range(runs + 1):
-            for k in threads:
-                prio.set_batch_threads(k)
-                one = pipeline(Path(t))
-                seconds, ok = batch()
+            for k in arms:
+                with every_core(cpus if k > 1 else None):
+                    one = pipeline(Path(t))
+                    seconds, ok = batch()
                 correct = correct and one["correct"] and ok
                 if run_no:  # the first is a warm-up
                     whole = one["door"] + one["aggregate"] + one["collect"]
                     for name, value in (("door", one["door"]), ("aggregate", one["aggregate"]), ("whole", whole),
                                         ("batch_calls", seconds)):
                         best[name, k] = min(best.get((name, k), float("inf")), value)
-        prio.set_batch_threads(None)
-    out: dict[str, Any] = {"cores": cores, "runs": runs, "all_results_correct": correct}
+    out: dict[str, Any] = {"cores": cores, "runs": runs, "all_results_correct": correct,
+                           "one_core": "the process pinned to one CPU (the binding then works in one thread)"}
     for name in ("door", "aggregate", "whole", "batch_calls"):
-        out[name] = {f"{k}_threads_us_per_report": best[name, k] * 1e6 / n for k in threads}
+        out[name] = {f"{k}_cores_us_per_report": best[name, k] * 1e6 / n for k in arms}
         out[name]["ratio"] = best[name, 1] / best[name, cores]
         out[name]["reports_per_s_every_core"] = n / best[name, cores]
     return out

@@ -140,6 +140,23 @@ def check_helper_ciphertext(vdaf: Any, report: Shares) -> None:
                       f"{expected}")
 
 
+def fits(vdaf: Any, reports: list[tuple[bytes, bytes]]) -> list[bool]:
+    """For each ``(public_share, helper_ciphertext)`` of a job, whether :func:`check_report` takes it (the helper's
+    check of a job: the VDAF's lengths read once)."""
+    expected = helper_payload_len(vdaf)
+    enc_sizes = set(KEM_ENC_SIZES.values())
+    out = []
+    for public_share, ciphertext in reports:
+        try:
+            enc, payload = _ciphertext_lengths(ciphertext)
+            vdaf.check_public_share(public_share)
+        except (AggregatorError, PrioError):
+            out.append(False)
+            continue
+        out.append(enc in enc_sizes and payload == expected)
+    return out
+
+
 def check_report(vdaf: Any, report: Shares) -> None:
     """What the door checks of a report before it opens anything: :func:`check_public_share` and
     :func:`check_helper_ciphertext`."""

@@ -26,13 +26,13 @@ import hashlib
 import logging
 import re
 from collections import Counter
-from typing import Any, NamedTuple
+from typing import Any
 
 from ldp._moved import renamed_method
 from ldp.aggregators.aggregator import Aggregator
 from ldp.aggregators.codec import Interval
 from ldp.aggregators.crashpoints import at
-from ldp.aggregators.door import check_report
+from ldp.aggregators.door import fits
 from ldp.aggregators.messages import (
     AggregateShare,
     AggregateShareReq,
@@ -125,13 +125,17 @@ class Helper(Aggregator[TaskState]):
         checked: list[ReportError | None] = []
         in_job: set[bytes] = set()
         leader_shares: list[bytes] = []
-        for p in inits:
+        # the leader's door checks again (ldp.aggregators.door.check_report: a public share of the task's VDAF, a
+        # sealed share of exactly its length): a leader's store written before them, or a leader that does not
+        # check, cannot make this helper open a padded share
+        fit = fits(state.vdaf, [(p.report_share.public_share, p.report_share.encrypted_input_share) for p in inits])
+        for p, fitting in zip(inits, fit, strict=True):
             r, error = p.report_share, None
             if window in records.collections:
                 error = ReportError.batch_collected
             elif r.report_id in records.prepared or r.report_id in in_job:
                 error = ReportError.report_replayed
-            elif r.time % task.time_precision or not _fits(state.vdaf, r.public_share, r.encrypted_input_share):
+            elif r.time % task.time_precision or not fitting:
                 error = ReportError.invalid_message
             else:
                 try:
@@ -245,24 +249,6 @@ def _parts_of(records: TaskRecords, job_id: str) -> set[str]:
 def _check_job_id(job_id: str) -> None:
     if not JOB_ID_RE.match(job_id):
         raise AggregatorError(f"a job ID is 16 to 64 base64url characters, got {job_id[:80]!r}", "invalid_message")
-
-
-class _Shares(NamedTuple):
-    """What the door's checks read of a report (:class:`ldp.aggregators.door.Shares`)."""
-
-    public_share: bytes
-    helper_ciphertext: bytes
-
-
-def _fits(vdaf: Any, public_share: bytes, helper_ciphertext: bytes) -> bool:
-    """Whether a report's public share decodes for the task's VDAF and its sealed share has exactly the VDAF's
-    length (:func:`ldp.aggregators.door.check_report`, the leader's door checks, again: a leader's store written
-    before them, or a leader that does not check, cannot make this helper open a padded share)."""
-    try:
-        check_report(vdaf, _Shares(public_share, helper_ciphertext))
-    except AggregatorError:
-        return False
-    return True
 
 
 def _decode(kind: Any, body: bytes) -> Any:

@@ -39,6 +39,8 @@ import hashlib
 import logging
 import secrets
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ldp.aggregators.crashpoints import at
@@ -145,10 +147,18 @@ def run_jobs(leader: Leader, state: LeaderTaskState, window: int | None, *, forc
         w = state.task.window(stored.report.time)
         if window is None or w == window:
             by_window.setdefault(w, []).append((rid, len(stored.body)))
-    for w, sizes in sorted(by_window.items()):
-        for chunk in plan_jobs(sizes, leader.job_size, leader.job_bytes):
-            job_id = _plan(leader, state, w, chunk)
-            totals.update(_attempt(leader, state, job_id, w, chunk, force))
+    # each job's first step (its shares opened, its preparation started: nothing sent or recorded) runs one job
+    # ahead, while the job before it is with the helper: the leader's work fills the cores the helper's Python
+    # leaves idle (issue 86, item 2)
+    with ThreadPoolExecutor(1, thread_name_prefix="ldp-job-ahead") as ahead:
+        for w, sizes in sorted(by_window.items()):
+            chunks = plan_jobs(sizes, leader.job_size, leader.job_bytes)
+            following = ahead.submit(open_job, leader, state, w, chunks[0]) if chunks else None
+            for i, chunk in enumerate(chunks):
+                job_id = _plan(leader, state, w, chunk)
+                this, following = following, (ahead.submit(open_job, leader, state, w, chunks[i + 1])
+                                              if i + 1 < len(chunks) else None)
+                totals.update(_attempt(leader, state, job_id, w, chunk, force, this))
     return totals
 
 
@@ -165,8 +175,8 @@ def _plan(leader: Leader, state: LeaderTaskState, window: int, report_ids: list[
 
 
 def _attempt(leader: Leader, state: LeaderTaskState, job_id: str, window: int, report_ids: list[bytes],
-             force: bool) -> Counter[str]:
-    """One attempt of a job, if due (module docstring); counts."""
+             force: bool, ahead: Future[OpenedJob] | None = None) -> Counter[str]:
+    """One attempt of a job, if due (module docstring); counts. ``ahead``: its first step, running ahead."""
     records, now = state.records, leader.clock()
     if job_id in records.abandoned:  # the leader was killed between asking the helper to abandon it and splitting
         return _abandon_and_split(leader, state, job_id, window, report_ids, "abandoned before a restart")
@@ -180,15 +190,28 @@ def _attempt(leader: Leader, state: LeaderTaskState, job_id: str, window: int, r
         return Counter(waiting=1)
     records.attempt(job_id, now)
     try:
-        return _send(leader, state, job_id, window, report_ids)
+        return _send(leader, state, job_id, window, report_ids, ahead.result() if ahead is not None else None)
     except AggregatorError as exc:
         state.failures[job_id] = f"{exc.code}: {exc}"
         raise
 
 
-def _send(leader: Leader, state: LeaderTaskState, job_id: str, window: int, report_ids: list[bytes]
-          ) -> Counter[str]:
-    """Prepare a job with the helper (module docstring): finished, split, or an error that stops the run."""
+@dataclass
+class OpenedJob:
+    """A job's first step at the leader (:func:`open_job`), before anything is sent or recorded: the reports it
+    refuses at once, its Prio3 states, its ``AggregationJobInitReq``'s reports and the request's bytes (empty when
+    no report is left to send)."""
+
+    report_ids: list[bytes]
+    refused: dict[bytes, str]
+    states: dict[bytes, Any]
+    inits: list[PrepareInit]
+    body: bytes
+
+
+def open_job(leader: Leader, state: LeaderTaskState, window: int, report_ids: list[bytes]) -> OpenedJob:
+    """A job's reports read, each share opened (unless kept from the door) and its preparation started in one call
+    (the GIL released); nothing sent, nothing recorded, so it may run ahead of the job before it (:func:`run_jobs`)."""
     task, records, vdaf = state.task, state.records, state.vdaf
     refused: dict[bytes, str] = {}
     todo: list[StoredReport] = []
@@ -197,7 +220,6 @@ def _send(leader: Leader, state: LeaderTaskState, job_id: str, window: int, repo
             refused[rid] = ReportError.batch_collected.code
         else:
             todo.append(leader._report(state, rid))
-    # each share opened (unless kept from the door) and its preparation started, in one call, the GIL released
     started = vdaf.leader_init_batch(leader.keypair, state.verify_key, task.task_id, [
         (s.rid, s.report.time, s.report.public_share, s.report.leader_ciphertext, s.share) for s in todo])
     states: dict[bytes, Any] = {}
@@ -213,12 +235,23 @@ def _send(leader: Leader, state: LeaderTaskState, job_id: str, window: int, repo
         report = stored.report
         inits.append(PrepareInit(ReportShare(stored.rid, report.time, report.public_share, report.helper_ciphertext),
                                  initialize(prep_share)))
+    body = AggregationJobInitReq(tuple(inits)).to_bytes() if inits else b""
+    return OpenedJob(list(report_ids), refused, states, inits, body)
+
+
+def _send(leader: Leader, state: LeaderTaskState, job_id: str, window: int, report_ids: list[bytes],
+          opened: OpenedJob | None = None) -> Counter[str]:
+    """Prepare a job with the helper (module docstring): finished, split, or an error that stops the run. Its first
+    step is ``opened`` when it ran ahead (for these reports), else run here."""
+    task, records, vdaf = state.task, state.records, state.vdaf
+    if opened is None or opened.report_ids != report_ids:
+        opened = open_job(leader, state, window, report_ids)
+    refused, states, inits = opened.refused, opened.states, opened.inits
     share = vdaf.aggregate_init()
     accepted: list[bytes] = []
     if inits:
-        body = AggregationJobInitReq(tuple(inits)).to_bytes()
         try:
-            answer = leader.helper.aggregation_job(task.task_id, job_id, body)
+            answer = leader.helper.aggregation_job(task.task_id, job_id, opened.body)
         except AggregatorError as exc:
             if exc.code == "helper_unavailable" or exc.status in (401, 403) or exc.status >= 500:
                 raise

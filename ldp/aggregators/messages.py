@@ -100,11 +100,15 @@ class ReportError(enum.IntEnum):
 
 def initialize(prep_share: bytes) -> bytes:
     """The ping-pong ``initialize`` message: the leader's prep share (type 0)."""
+    if type(prep_share) is bytes and len(prep_share) < 1 << 32:  # (anything else: the checks of opaque32)
+        return b"\x00" + len(prep_share).to_bytes(4, "big") + prep_share
     return u8(0) + opaque32(prep_share)
 
 
 def finish(prep_msg: bytes) -> bytes:
     """The ping-pong ``finish`` message: the prep message both aggregators finish with (type 2)."""
+    if type(prep_msg) is bytes and len(prep_msg) < 1 << 32:
+        return b"\x02" + len(prep_msg).to_bytes(4, "big") + prep_msg
     return u8(2) + opaque32(prep_msg)
 
 

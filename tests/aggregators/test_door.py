@@ -308,3 +308,51 @@ def test_many_reports_at_once_are_taken_and_refused_as_one_by_one(tmp_path: Path
     assert {None, "hpke_decrypt_error", "hpke_unknown_config_id", "report_too_early", "report_replayed"} <= set(got)
     assert sorted(w.leader.pending(w.task.task_id)) == sorted(twin.pending(w.task.task_id))
     assert _door(w) == dict(twin.task_state(w.task.task_id).door)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["keep", "pad", "cut", "enc", "public", "garbage"]),
+                          st.binary(min_size=1, max_size=40)), min_size=1, max_size=8))
+def test_the_helpers_check_of_a_job_is_the_doors_check_of_each_report(tmp_path_factory: Any,
+                                                                      picks: list[Any]) -> None:
+    """``door.fits`` (the helper's check of a whole job, the VDAF's lengths read once) against ``check_report``
+    report by report, on reports cut, padded, with another ``enc`` length, another public share or garbage."""
+    p = prio()
+    w = _fits_world(tmp_path_factory)
+    pairs = []
+    for measurement, how, noise in picks:
+        r = p.DapReport.from_bytes(w.report([measurement, 3 - measurement, 1]))
+        public, sealed = bytes(r.public_share), bytes(r.helper_ciphertext)
+        if how == "pad":
+            sealed = sealed + noise
+        elif how == "cut":
+            sealed = sealed[:max(0, len(sealed) - len(noise))]
+        elif how == "enc":
+            sealed = sealed[:1] + (len(noise) + 32).to_bytes(2, "big") + noise + sealed[3:]
+        elif how == "public":
+            public = public + noise
+        elif how == "garbage":
+            sealed = noise
+        pairs.append((public, sealed))
+    expected = []
+    for public, sealed in pairs:
+        try:
+            door.check_report(w.task.prio3(), _Pair(public, sealed))
+            expected.append(True)
+        except AggregatorError:
+            expected.append(False)
+    assert door.fits(w.task.prio3(), pairs) == expected
+
+
+class _Pair:
+    def __init__(self, public_share: bytes, helper_ciphertext: bytes) -> None:
+        self.public_share, self.helper_ciphertext = public_share, helper_ciphertext
+
+
+_FITS_WORLD: dict[str, Any] = {}
+
+
+def _fits_world(factory: Any) -> Any:
+    if "w" not in _FITS_WORLD:
+        _FITS_WORLD["w"] = world(factory.mktemp("fits"), vdaf="Prio3SumVec", params={"length": 3, "max_measurement": 3})
+    return _FITS_WORLD["w"]
