@@ -101,16 +101,22 @@ def run_summary(n: int, runs: list[float], correct: bool) -> dict[str, Any]:
             "result_correct": correct}
 
 
-def build_raw() -> Path | str:
-    """The raw benchmark program, or why it could not be built."""
+def build_example(name: str) -> Path | str:
+    """The binding crate's example ``name`` built without the Python extension (a program timing the crates
+    alone), or why it could not be built."""
     cargo = shutil.which("cargo")
     if cargo is None:
-        return "not built: the raw side needs cargo"
-    subprocess.run([cargo, "build", "--release", "--locked", "--quiet", "--no-default-features", "--example",
-                    "bench_raw"], cwd=CRATE, check=True, timeout=1800)
+        return f"not built: {name} needs cargo"
+    subprocess.run([cargo, "build", "--release", "--locked", "--quiet", "--no-default-features", "--example", name],
+                   cwd=CRATE, check=True, timeout=1800)
     meta = subprocess.run([cargo, "metadata", "--format-version", "1", "--no-deps", "--locked"], cwd=CRATE,
                           capture_output=True, text=True, check=True, timeout=600)
-    return Path(json.loads(meta.stdout)["target_directory"]) / "release" / "examples" / "bench_raw"
+    return Path(json.loads(meta.stdout)["target_directory"]) / "release" / "examples" / name
+
+
+def build_raw() -> Path | str:
+    """The raw benchmark program, or why it could not be built."""
+    return build_example("bench_raw")
 
 
 def raw_path(exe: Path, case: str, n: int, repeats: int) -> dict[str, Any]:

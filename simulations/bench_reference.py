@@ -15,27 +15,19 @@ never a difference of timings.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench_prio import CRATE, run_summary
+from bench_prio import build_example, run_summary
 
 __all__ = ["build_reference", "reference_path"]
 
 
 def build_reference() -> Path | str:
     """The reference program, or why it could not be built."""
-    cargo = shutil.which("cargo")
-    if cargo is None:
-        return "not built: the reference needs cargo"
-    subprocess.run([cargo, "build", "--release", "--locked", "--quiet", "--no-default-features", "--example",
-                    "aggregate_reference"], cwd=CRATE, check=True, timeout=1800)
-    meta = subprocess.run([cargo, "metadata", "--format-version", "1", "--no-deps", "--locked"], cwd=CRATE,
-                          capture_output=True, text=True, check=True, timeout=600)
-    return Path(json.loads(meta.stdout)["target_directory"]) / "release" / "examples" / "aggregate_reference"
+    return build_example("aggregate_reference")
 
 
 def reference_path(exe: Path, dep: Any, reports: list[Any], leader_shares: list[bytes], truth: list[int],
