@@ -782,6 +782,7 @@ def _register_protocol_sections() -> None:
     import bench_association
     import bench_change
     import bench_connections
+    import bench_door
     import bench_fold
     import bench_hadamard
     import bench_hostile
@@ -848,6 +849,7 @@ def _register_protocol_sections() -> None:
     bench_trust.register(sys.modules[__name__])
     bench_prio.register(sys.modules[__name__])
     bench_two_aggregators.register(sys.modules[__name__])
+    bench_door.register(sys.modules[__name__])
     bench_plan.register(sys.modules[__name__])
     bench_ingest.register(sys.modules[__name__])
     bench_hostile.register(sys.modules[__name__])

@@ -43,11 +43,11 @@ class LdpAggregator:
     and the process (re)started, by :meth:`restart`). One aggregator config holds one leader token and one
     collector token: every task must present the same."""
 
-    def __init__(self, root: Path, role: str, port: int) -> None:
+    def __init__(self, root: Path, role: str, port: int, *, aggregate_every: float = 1) -> None:
         from ldp import prio
         from ldp.aggregators.config import save_keypair
 
-        self.root, self.role, self.port = root, role, port
+        self.root, self.role, self.port, self.aggregate_every = root, role, port, aggregate_every
         self.url = f"http://127.0.0.1:{port}/"
         root.mkdir(parents=True)
         save_keypair(root / "hpke.json", prio.HpkeKeypair.generate(secrets.randbelow(250) + 1))
@@ -81,7 +81,7 @@ class LdpAggregator:
         if self.role == "leader":
             if not (self.root / "helper.token").exists():
                 write_secret(self.root / "helper.token", str(self.leader_token))
-            head += (f'job_size = 100\naggregate_every = 1\n[peer]\nurl = "{self.peer_url}"\n'
+            head += (f'job_size = 100\naggregate_every = {self.aggregate_every}\n[peer]\nurl = "{self.peer_url}"\n'
                      f'token_file = "helper.token"\ntoken_header = "dap-auth-token"\n'
                      f'[collector]\ntoken_sha256 = "{token_sha256(str(self.collector_token))}"\n')
         else:

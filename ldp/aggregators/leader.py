@@ -30,7 +30,7 @@ import logging
 import secrets
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from ldp._moved import renamed_method
@@ -140,12 +140,17 @@ class Leader(Aggregator[LeaderTaskState]):
             state.door[exc.code] += 1
             raise
 
-    def upload_many(self, task_id: bytes, bodies: Iterable[bytes]) -> list[AggregatorError | None]:
-        """Take many reports at once (a simulation's devices, a batch relayed by a proxy), stored as one chunk: the
-        refusal of each, ``None`` for those taken."""
+    def upload_many(self, task_id: bytes, bodies: Iterable[bytes], opened: Sequence[bytes | None] | None = None
+                    ) -> list[AggregatorError | None]:
+        """Take many reports at once (a simulation's devices, the HTTP front's batch of uploads), stored as one chunk:
+        the refusal of each, ``None`` for those taken. ``opened``: each body's leader share opened already (``None``
+        for one that does not open: the HTTP front opens each upload as it arrives), else they are opened here."""
         from ldp import prio
 
         state = self.task_state(task_id)
+        bodies = list(bodies)
+        if opened is not None and len(opened) != len(bodies):
+            raise ValueError(f"opened has {len(opened)} shares for {len(bodies)} bodies")
         out: list[AggregatorError | None] = []
         checked: list[tuple[int, bytes, Any]] = []  # (position, body, report) of the reports to open
         for body in bodies:
@@ -155,9 +160,11 @@ class Leader(Aggregator[LeaderTaskState]):
             except AggregatorError as exc:
                 state.door[exc.code] += 1
                 out.append(exc)
-        # every leader share opened in one call, spread over the cores with the GIL released
-        shares = prio.open_input_shares(self.keypair, role="leader", task_id=state.task.task_id, reports=[
-            (r.report_id, r.time, r.public_share, r.leader_ciphertext) for _, _, r in checked])
+        if opened is not None:
+            shares = [opened[i] for i, _, _ in checked]
+        else:  # every leader share opened in one call, spread over the cores with the GIL released
+            shares = prio.open_input_shares(self.keypair, role="leader", task_id=state.task.task_id, reports=[
+                (r.report_id, r.time, r.public_share, r.leader_ciphertext) for _, _, r in checked])
         taken: list[StoredReport] = []
         for (i, body, report), share in zip(checked, shares, strict=True):
             try:

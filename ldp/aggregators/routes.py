@@ -33,7 +33,8 @@ from ldp.web.body import read_body
 from ldp.web.pages import SECURITY_HEADERS
 from ldp.web.problems import problem
 
-__all__ = ["create_app", "media_type", "DAP_REPORT", "HPKE_CONFIG_LIST", "MAX_BODY", "MAX_REPORT", "MAX_REQUEST"]
+__all__ = ["create_app", "media_type", "refusal", "upload_refusal", "task_of", "DAP_REPORT", "HPKE_CONFIG_LIST",
+           "MAX_BODY", "MAX_REPORT", "MAX_REQUEST"]
 
 DAP_REPORT = MEDIA_TYPES["Report"]
 """DAP-09's media type of an uploaded report (§4.4.2), as :data:`ldp.aggregators.http.DAP_REPORT` (what
@@ -49,18 +50,22 @@ MAX_REQUEST = 4096
 """An aggregate share request, a collection's ``{"window": START}``."""
 
 
-def _refusal(request: Request, exc: Exception) -> Response:
-    """An :class:`AggregatorError`: its problem document with DAP's type and, when the request names a task (its
-    path, or ``/hpke_config``'s ``task_id``), DAP-09's ``taskid`` (§3.2; a DAP client reads it: divviup-ts fails on a
-    DAP problem without it); a 401 with the bearer challenge."""
-    assert isinstance(exc, AggregatorError)
+def refusal(exc: AggregatorError, named: str | None) -> Response:
+    """An :class:`AggregatorError`'s answer: its problem document with DAP's type and, when the request names a task
+    (``named``: its path's, or ``/hpke_config``'s ``task_id``), DAP-09's ``taskid`` (§3.2; a DAP client reads it:
+    divviup-ts fails on a DAP problem without it); a 401 with the bearer challenge."""
     headers = {"WWW-Authenticate": CHALLENGE} if exc.status == 401 else None
-    named = request.path_params.get("task") or request.query_params.get("task_id")
     try:
         task_id = b64(unb64(named, 32, "task ID")) if named else None
     except ValueError:
         task_id = None  # no task ID at all: nothing to name
     return problem(exc.status, exc.code, str(exc), dap=True, headers=headers, task_id=task_id)
+
+
+def _refusal(request: Request, exc: Exception) -> Response:
+    """The layer's handler of :class:`AggregatorError`: :func:`refusal`, naming the request's task."""
+    assert isinstance(exc, AggregatorError)
+    return refusal(exc, request.path_params.get("task") or request.query_params.get("task_id"))
 
 
 def media_type(content_type: str | None) -> str:
@@ -78,11 +83,27 @@ def _expect(request: Request, message: str) -> None:
                               "invalid_message", 415)
 
 
-def _task_id(request: Request) -> bytes:
+def upload_refusal(leader: Any, task_id: bytes, content_type: str | None) -> AggregatorError | None:
+    """The refusal of an upload by its ``Content-Type`` (:meth:`_Routes.upload`), counted in the task's door counter;
+    ``None`` for DAP's :data:`DAP_REPORT`. ``unrecognized_task`` (raised) for a task ``leader`` does not hold."""
+    if media_type(content_type) == DAP_REPORT:
+        return None
+    state = leader.task_state(task_id)
+    state.door[ReportError.invalid_message.code] += 1
+    return AggregatorError(f"a report is uploaded as Content-Type: {DAP_REPORT} (DAP-09 §4.4.2)",
+                           ReportError.invalid_message.code, 415)
+
+
+def task_of(named: str) -> bytes:
+    """The task ID a path names (base64url); ``unrecognized_task`` (404) for one that is none."""
     try:
-        return unb64(request.path_params["task"], 32, "task ID")
+        return unb64(named, 32, "task ID")
     except ValueError as exc:
         raise AggregatorError(str(exc), "unrecognized_task", 404) from None
+
+
+def _task_id(request: Request) -> bytes:
+    return task_of(request.path_params["task"])
 
 
 class _Routes:
@@ -131,11 +152,8 @@ class _Routes:
         this route). It is counted in the task's door counter (``refused_at_upload``) like every refused upload; for
         a task this leader does not hold the answer is ``unrecognized_task`` (404) instead."""
         tid = _task_id(request)
-        if media_type(request.headers.get("content-type")) != DAP_REPORT:
-            state = self.aggregator.task_state(tid)
-            state.door[ReportError.invalid_message.code] += 1
-            raise AggregatorError(f"a report is uploaded as Content-Type: {DAP_REPORT} (DAP-09 §4.4.2)",
-                                  ReportError.invalid_message.code, 415)
+        if (refused := upload_refusal(self.aggregator, tid, request.headers.get("content-type"))) is not None:
+            raise refused
         body, _ = await read_body(request, MAX_REPORT)
         await run_in_threadpool(self.aggregator.upload, tid, body)
         return Response(status_code=201)

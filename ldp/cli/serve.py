@@ -68,6 +68,10 @@ def add_serve_arguments(subparsers: argparse._SubParsersAction[argparse.Argument
     srv.add_argument("--replica", metavar="NAME",
                      help="this process's name among several ingest services (overrides the config's replica): every "
                           "/metrics sample is labelled with it")
+    srv.add_argument("--http", choices=("native", "uvicorn"),
+                     help="an aggregator's HTTP server: native (the default: the binding's HTTP front, the leader's "
+                          "uploads taken in batches, docs/two-aggregators.md) or uvicorn; the ingest service takes "
+                          "none (uvicorn)")
     srv.add_argument("--no-access-log", action="store_true",
                      help="log no line per request (its batch ids, sizes and times would let whoever reads the log "
                           "see batches arrive; see docs/ingest.md, shuffled storage)")
@@ -95,7 +99,9 @@ def serve_command(args: argparse.Namespace) -> int:
                 if given:
                     raise ValueError(f"{flag} is the ingest service's: an aggregator (--role {args.role}) takes none "
                                      "(it logs no request line)")
-            return _serve_aggregator(args.config, args.role, args.host, args.port)
+            return _serve_aggregator(args.config, args.role, args.host, args.port, args.http or "native")
+        if args.http:
+            raise ValueError("--http is an aggregator's (--role leader|helper): the ingest service runs under uvicorn")
         if args.analyst:
             raise ValueError("--analyst goes with token: ldp serve token --analyst")
         if not args.config:
@@ -128,7 +134,7 @@ def _keygen(out: str | None, config_id: int) -> int:
     return 0
 
 
-def _serve_aggregator(config_path: str | None, role: str, host: str, port: int) -> int:
+def _serve_aggregator(config_path: str | None, role: str, host: str, port: int, http: str) -> int:
     try:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
@@ -144,7 +150,7 @@ def _serve_aggregator(config_path: str | None, role: str, host: str, port: int) 
         print(f"ldp serve: warning: listening on {host}, not a loopback address: put a TLS-terminating reverse "
               "proxy in front (tokens travel in the Authorization header)", file=sys.stderr)
     return serve(load_config(config_path, role), host, port,
-                 announce=lambda line: print(line, file=sys.stderr, flush=True))
+                 announce=lambda line: print(line, file=sys.stderr, flush=True), http=http)
 
 
 def _token(app: str | None, analyst: bool = False, role: str = "ingest") -> int:

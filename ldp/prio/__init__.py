@@ -161,13 +161,13 @@ __all__ = ["Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "VerifySta
            "PrioError", "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "VDAF_DRAFTS", "PRIO_VERSIONS",
            "available", "require", "HpkeConfig", "HpkeKeypair", "DapReport", "encode_hpke_config_list",
            "decode_hpke_config_list", "seal_report", "open_input_share", "hpke_seal", "hpke_open", "batch_threads",
-           "set_batch_threads", "open_input_shares"]
+           "set_batch_threads", "open_input_shares", "HttpFront", "FrontRequest"]
 
 _NATIVE = ("Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "VerifyState", "OutputShare", "AggregateShare",
            "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "VDAF_DRAFTS", "PRIO_VERSIONS", "HpkeConfig",
            "HpkeKeypair", "DapReport", "encode_hpke_config_list", "decode_hpke_config_list", "seal_report",
            "open_input_share", "hpke_seal", "hpke_open", "batch_threads", "set_batch_threads",
-           "open_input_shares")
+           "open_input_shares", "HttpFront", "FrontRequest")
 
 _why_missing: str | None = None
 
@@ -181,8 +181,10 @@ if TYPE_CHECKING:
         VERIFY_KEY_SIZE,
         AggregateShare,
         DapReport,
+        FrontRequest,
         HpkeConfig,
         HpkeKeypair,
+        HttpFront,
         OutputShare,
         Prio3Count,
         Prio3Histogram,
@@ -210,8 +212,10 @@ else:
             VERIFY_KEY_SIZE,
             AggregateShare,
             DapReport,
+            FrontRequest,
             HpkeConfig,
             HpkeKeypair,
+            HttpFront,
             OutputShare,
             Prio3Count,
             Prio3Histogram,

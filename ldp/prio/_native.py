@@ -14,8 +14,10 @@ from ldp_prio import (
     VERIFY_KEY_SIZE,
     AggregateShare,
     DapReport,
+    FrontRequest,
     HpkeConfig,
     HpkeKeypair,
+    HttpFront,
     OutputShare,
     Prio3Count,
     Prio3Histogram,
@@ -36,4 +38,5 @@ from ldp_prio import (
 __all__ = ["NONCE_SIZE", "PRIO_VERSION", "PRIO_VERSIONS", "VDAF_DRAFT", "VDAF_DRAFTS", "VERIFY_KEY_SIZE",
            "AggregateShare", "DapReport", "HpkeConfig", "HpkeKeypair", "OutputShare", "Prio3Count", "Prio3Histogram",
            "Prio3Sum", "Prio3SumVec", "VerifyState", "decode_hpke_config_list", "encode_hpke_config_list", "hpke_open",
-           "hpke_seal", "open_input_share", "seal_report", "batch_threads", "set_batch_threads", "open_input_shares"]
+           "hpke_seal", "open_input_share", "seal_report", "batch_threads", "set_batch_threads", "open_input_shares",
+           "HttpFront", "FrontRequest"]

@@ -310,3 +310,46 @@ def open_input_shares(keypair: HpkeKeypair, *, role: str, task_id: bytes,
     ``HpkeCiphertext``) opened as :func:`open_input_share` opens one, the reports spread over the cores with the GIL
     released (:func:`set_batch_threads`): the payloads in order, ``None`` for a share that does not decode or open.
     Arguments of the wrong type or size are refused whole (``TypeError``, or ``PrioError`` naming the item)."""
+
+
+class FrontRequest:
+    """One request read by :class:`HttpFront`, waiting for its answer (:meth:`respond`, exactly once)."""
+
+    method: str
+    path: str
+    """The path as sent (percent-encoded), without the query."""
+    query: str
+    """The query string as sent, without its ``?``."""
+    body_error: str | None
+    """``None``, or why :attr:`body` is empty: ``"too_large"`` (over the front's ``max_body``, declared or found while
+    reading), ``"timeout"`` (not all there within 30 s) or ``"broken"`` (the client went away)."""
+    answered: bool
+
+    @property
+    def body(self) -> bytes: ...
+    @property
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        """The headers as sent, names in lower case (ASGI's form)."""
+    @property
+    def peer(self) -> tuple[str, int]: ...
+    def header(self, name: str) -> str | None:
+        """The first value of header ``name`` (any case), or ``None``."""
+    def respond(self, status: int, headers: list[tuple[str, bytes]], body: bytes) -> None:
+        """Answer; ``RuntimeError`` when answered already, ``ValueError`` for a status or header HTTP cannot carry."""
+
+
+class HttpFront:
+    """hyper's HTTP/1.1 server on threads of its own (the GIL released), handing requests to Python in batches
+    (:mod:`ldp.web.front` serves an ASGI app through it; issue 86, item 3). ``OSError`` when the address cannot be
+    listened on."""
+
+    def __init__(self, host: str, port: int, *, max_body: int, threads: int | None = None,
+                 reuse_port: bool = False) -> None: ...
+    @property
+    def address(self) -> tuple[str, int]: ...
+    def next_requests(self, max: int, timeout: float) -> list[FrontRequest]:
+        """The requests queued (at most ``max``), waiting up to ``timeout`` s for the first, the GIL released."""
+    def stop_accepting(self) -> None: ...
+    def close(self, grace: float = 5.0) -> None:
+        """Close: requests unanswered after ``grace`` seconds get a 503. Idempotent."""
+    def queued(self) -> int: ...

@@ -105,9 +105,11 @@ class Deployment:
             f'[collector]\ntoken_sha256 = "{token_sha256(self.collector_token)}"\n' + task)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
-    def start(self, role: str, crash_at: str | None = None) -> None:
+    def start(self, role: str, crash_at: str | None = None, http: str = "native") -> None:
+        """``ldp serve --role ROLE --http HTTP`` (the binding's front or uvicorn: each test runs both)."""
         port = self.leader_port if role == "leader" else self.helper_port
-        args = ["serve", "--role", role, "--config", str(self.root / role / f"{role}.toml"), "--port", str(port)]
+        args = ["serve", "--role", role, "--config", str(self.root / role / f"{role}.toml"), "--port", str(port),
+                "--http", http]
         env = dict(os.environ)
         if crash_at:
             env["LDP_TEST_CRASH_AT"] = crash_at
@@ -205,8 +207,8 @@ def _reports(d: Deployment, measurements: list[int]) -> list[bytes]:
 
 def test_ten_thousand_devices_on_loopback(deployment: Deployment) -> None:
     d = deployment
-    d.start("helper")
-    d.start("leader")
+    d.start("helper", http="uvicorn")
+    d.start("leader")  # the binding's front: its uploads in batches
     rng = random.Random(4)
     measurements = [min(15, int(rng.expovariate(0.25))) for _ in range(10_000)]
     reports = _reports(d, measurements)
@@ -247,7 +249,7 @@ def test_ten_thousand_devices_on_loopback(deployment: Deployment) -> None:
 def test_a_helper_killed_mid_job_and_restarted_loses_and_double_counts_nothing(deployment: Deployment) -> None:
     d = deployment
     d.start("helper", crash_at="helper_job_recorded")
-    d.start("leader")
+    d.start("leader", http="uvicorn")
     # one helper per store: a second one is refused while the first runs (the role's lease)
     second = subprocess.run([sys.executable, "-m", "ldp", "serve", "--role", "helper", "--config",
                              str(d.root / "helper" / "helper.toml"), "--port", str(_port())],

@@ -38,6 +38,8 @@ mod dap;
 mod draft08;
 mod draft18;
 mod errors;
+mod front;
+mod front_request;
 mod lengths;
 mod opens;
 mod parallel;
@@ -63,6 +65,8 @@ fn ldp_prio(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dap::HpkeConfig>()?;
     m.add_class::<dap::HpkeKeypair>()?;
     m.add_class::<dap::DapReport>()?;
+    m.add_class::<front::HttpFront>()?;
+    m.add_class::<front_request::FrontRequest>()?;
     m.add_function(wrap_pyfunction!(dap::encode_hpke_config_list, m)?)?;
     m.add_function(wrap_pyfunction!(dap::decode_hpke_config_list, m)?)?;
     m.add_function(wrap_pyfunction!(dap::seal_report, m)?)?;
