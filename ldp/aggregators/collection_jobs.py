@@ -84,7 +84,12 @@ def poll_job(leader: Any, task_id: bytes, job_text: str) -> tuple[bytes | None, 
     wait = window + seconds - int(leader.clock())
     if wait > 0:
         return None, min(wait, RETRY_AFTER)
-    doc = leader.collect(task_id, window)
+    try:
+        doc = leader.collect(task_id, window)
+    except AggregatorError as exc:
+        if exc.code == "jobs_in_progress":  # another replica holds one of the window's jobs (docs/scale-out.md)
+            return None, min(RETRY_AFTER, 5)
+        raise
     shares = (HpkeCiphertext.from_bytes(bytes.fromhex(doc[k])) for k in ("leader_share", "helper_share"))
     return Collection(int(doc["report_count"]), Interval(window, seconds), *shares).to_bytes(), 0
 

@@ -14,6 +14,9 @@ keys (which they share) and the leader's token (the helper keeps only its hash):
     max_job_attempts = 12                # leader: attempts of a job before it is set aside
     aggregate_every = 30                 # leader: seconds between aggregation runs (0: only when collecting)
     report_expiry = 604800               # leader: seconds after which a report is too old to take
+    replica = "d1"                       # optional: this process is one replica of several over the store
+                                         # (``--replica``; ``ldp.aggregators.scale_out``, docs/scale-out.md)
+    job_lease = 60                       # leader replicas: seconds a driver holds a job's attempt
 
     [operator]
     token_sha256 = "..."                 # optional: the operator's own token for /status and the page
@@ -57,7 +60,7 @@ __all__ = ["AggregatorConfig", "TaskEntry", "load_config", "read_secret", "write
 
 KEY_FORMAT = "ldp-hpke-key/1"
 PLAIN_KEYS = frozenset({"role", "store", "hpke_key", "records_key", "job_retention", "job_size", "job_bytes",
-                        "max_job_attempts", "aggregate_every", "report_expiry"})
+                        "max_job_attempts", "aggregate_every", "report_expiry", "replica", "job_lease"})
 """The top-level keys that are not tables."""
 TOKEN_HEADERS = ("authorization", "dap-auth-token")
 """``[peer] token_header``: ``Authorization: Bearer <token>`` (the default), or ``DAP-Auth-Token: <token>`` (what a
@@ -92,6 +95,8 @@ class AggregatorConfig:
     operator_token_sha256: str | None = None
     records_key: Path | None = None
     job_retention: float = 0.0
+    replica: str | None = None
+    job_lease: float = 60.0
 
 
 def save_keypair(path: Path, keypair: Any) -> None:
@@ -179,6 +184,15 @@ def _tasks(data: dict[str, Any], base: Path) -> tuple[TaskEntry, ...]:
     return tuple(tasks)
 
 
+def _replica(name: str) -> str:
+    from ldp.aggregators.scale_out import check_replica_name
+
+    try:
+        return check_replica_name(name)
+    except ValueError as exc:
+        raise ConfigError(f"replica: {exc}") from None
+
+
 def _leader_settings(data: dict[str, Any]) -> dict[str, Any]:
     """The leader's numbers: ``job_size``, ``job_bytes``, ``max_job_attempts``, ``aggregate_every``,
     ``report_expiry``."""
@@ -193,7 +207,8 @@ def _leader_settings(data: dict[str, Any]) -> dict[str, Any]:
             "aggregate_every": loader.number("aggregate_every", data.get("aggregate_every", 30), float, 0,
                                              high=86400),
             "report_expiry": loader.number("report_expiry", data.get("report_expiry", 7 * 86400), int, 1,
-                                           high=10 * 366 * 86400)}
+                                           high=10 * 366 * 86400),
+            "job_lease": loader.number("job_lease", data.get("job_lease", 60), float, 1, high=86400)}
 
 
 def load_config(path: str | os.PathLike[str], role: str | None = None) -> AggregatorConfig:
@@ -211,8 +226,9 @@ def load_config(path: str | os.PathLike[str], role: str | None = None) -> Aggreg
     operator_hash = _hash(operator, "operator.") if operator else None
     peers, settings = _peers(data, cfg_role, base), _leader_settings(data)
     records = data.get("records_key")
+    replica = None if data.get("replica") is None else _replica(_str(data, "replica", ""))
     retention = loader.number("job_retention", data.get("job_retention", 0), float, 0, high=10 * 366 * 86400)
     return AggregatorConfig(cfg_role, store, dict(options), base / hpke, _tasks(data, base),
-                            operator_token_sha256=operator_hash, job_retention=retention,
+                            operator_token_sha256=operator_hash, job_retention=retention, replica=replica,
                             records_key=None if records is None else base / _str(data, "records_key", ""),
                             **peers, **settings)

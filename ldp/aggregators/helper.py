@@ -63,10 +63,13 @@ class Helper(Aggregator[TaskState]):
 
     role = "helper"
 
-    def __init__(self, *args: Any, **options: Any) -> None:
+    def __init__(self, *args: Any, replicated: bool = False, **options: Any) -> None:
         super().__init__(*args, **options)
         self.refused_jobs: Counter[str] = Counter()
         """Whole jobs refused, by code (in memory: since the process started)."""
+        self.replicated = replicated
+        """One replica of several over the store: every record read again before a job or a release
+        (:mod:`ldp.aggregators.scale_out`)."""
 
     def status(self) -> dict[str, Any]:
         out = super().status()
@@ -94,6 +97,8 @@ class Helper(Aggregator[TaskState]):
         answers: list[PrepareResp | None] = [None] * len(init.prepare_inits)
         names = {w: job_id if len(parts) == 1 else part_id(job_id, w) for w in parts}
         with state.lock:
+            if self.replicated:
+                state.records.refresh()
             recorded = _parts_of(state.records, job_id)
             if recorded & state.records.abandoned:
                 raise AggregatorError(f"job {job_id} was abandoned: its reports go in other jobs", "job_abandoned",
@@ -204,6 +209,12 @@ class Helper(Aggregator[TaskState]):
             raise AggregatorError("Prio3 takes no aggregation parameter, the request has one", "invalid_message")
         window = task_window(state.task.window_seconds, req.interval)
         with state.lock:
+            if self.replicated:
+                state.records.refresh()
+            if window in state.records.conflicts and window not in state.records.collections:
+                raise AggregatorError(f"window {window}: this helper's replicas counted a report in two jobs (a "
+                                      "leader sent one report in two jobs at once): it is not released",
+                                      "batch_mismatch", 409)
             try:
                 rec = release(state.records, state.vdaf, window, req.report_count, req.checksum,
                               source=self.noise_source, clock=self.clock)

@@ -15,6 +15,9 @@ attempts it is **set aside** with its reason, shown on ``/status``, until the op
 a job set aside is not released (``jobs_set_aside``). A helper that does not answer (``helper_unavailable``) or
 refuses the leader's token stops the run (the next jobs would fail alike).
 
+**Scaled out** (:mod:`ldp.aggregators.scale_out`): only the replica holding the planner lease plans, and a job's
+attempt is claimed by creating its record (one replica gets each), held ``job_lease`` seconds.
+
 **Splitting.** A job the helper cannot take, or whose answer the leader cannot use, is split in two until the
 reports at fault are alone; each half is a new job (its ID derived from its parent's, so a leader killed while
 splitting makes the same halves), and the parent's record says it was split. Two cases:
@@ -88,7 +91,11 @@ class Leader(Protocol):
     job_size: int
     job_bytes: int
     max_job_attempts: int
+    replica: str | None
+    job_lease: float
     state_lock: threading.Lock
+
+    def may_plan(self) -> bool: ...
 
     def pending(self, task_id: bytes) -> list[bytes]: ...
 
@@ -142,7 +149,7 @@ def run_jobs(leader: Leader, state: LeaderTaskState, window: int | None, *, forc
             totals.update(_attempt(leader, state, job_id, plan["window"],
                                    [bytes.fromhex(r) for r in plan["reports"]], force))
     by_window: dict[int, list[tuple[bytes, int]]] = {}
-    for rid in leader.pending(state.task.task_id):
+    for rid in leader.pending(state.task.task_id) if leader.may_plan() else []:
         stored = leader._report(state, rid)
         w = state.task.window(stored.report.time)
         if window is None or w == window:
@@ -188,7 +195,10 @@ def _attempt(leader: Leader, state: LeaderTaskState, job_id: str, window: int, r
         return Counter(set_aside=1)
     if job_id in state.failures and not force and now < last + min(3600.0, RETRY_BASE * 2 ** (count - 1)):
         return Counter(waiting=1)
-    records.attempt(job_id, now)
+    if leader.replica is not None and count and now < last + leader.job_lease:
+        return Counter(held=1)  # its last attempt is another replica's (or this one's), still within its lease
+    if records.attempt(job_id, now) is None:
+        return Counter(held=1)  # another replica claimed this attempt first: it holds the job
     try:
         return _send(leader, state, job_id, window, report_ids, ahead.result() if ahead is not None else None)
     except AggregatorError as exc:

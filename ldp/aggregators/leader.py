@@ -49,6 +49,7 @@ from ldp.aggregators.messages import (
 )
 from ldp.aggregators.records import TaskRecords, join_chunk, split_chunk
 from ldp.aggregators.release import DEFAULT_DELTA, device_cost, device_figures, over_releases, release, release_cost
+from ldp.aggregators.scale_out import DEFAULT_JOB_LEASE, Planner, check_replica_name, refresh_leader, sweep_chunks
 from ldp.aggregators.state import LeaderTaskState, StoredReport
 from ldp.aggregators.task import Task
 from ldp.errors import AggregatorError, PrioError
@@ -86,7 +87,7 @@ class Leader(Aggregator[LeaderTaskState]):
     def __init__(self, tasks: Iterable[Task], store: Any, keypair: Any, verify_keys: Any, helper: HelperPeer, *,
                  job_size: int = DEFAULT_JOB_SIZE, report_expiry: int = DEFAULT_REPORT_EXPIRY,
                  job_bytes: int = DEFAULT_JOB_BYTES, max_job_attempts: int = DEFAULT_MAX_JOB_ATTEMPTS,
-                 **options: Any) -> None:
+                 replica: str | None = None, job_lease: float = DEFAULT_JOB_LEASE, **options: Any) -> None:
         if not 1 <= job_size <= MAX_JOB_REPORTS:
             raise ValueError(f"job_size must be in [1, {MAX_JOB_REPORTS}], got {job_size}")
         if not 2 ** 16 <= job_bytes <= MAX_JOB_BYTES:
@@ -97,6 +98,11 @@ class Leader(Aggregator[LeaderTaskState]):
         if report_expiry < 1:
             raise ValueError(f"report_expiry must be at least 1 s, got {report_expiry}")
         self.helper, self.job_size, self.report_expiry = helper, job_size, report_expiry
+        self.replica = None if replica is None else check_replica_name(replica)
+        if not 1 <= job_lease <= 86400:
+            raise ValueError(f"job_lease must be in [1, 86400] s, got {job_lease}")
+        self.job_lease = job_lease
+        self.planner = None if replica is None else Planner(store)
         self.state_lock = threading.Lock()
         super().__init__(list(tasks), store, keypair, verify_keys, **options)
 
@@ -109,6 +115,8 @@ class Leader(Aggregator[LeaderTaskState]):
         state.seen = set(records.prepared)
         for key in self.store.list(f"{records.prefix}reports/"):
             self._load_chunk(state, key)
+            state.chunks_read.add(key)
+        state.plans_read = {job_id for job_id, _ in records.plans(aside=True)}
         return state
 
     def _load_chunk(self, state: LeaderTaskState, key: str) -> None:
@@ -117,16 +125,21 @@ class Leader(Aggregator[LeaderTaskState]):
 
         prepared = state.records.prepared
         rids = set()
-        for body in split_chunk(self.store.get(key)):
-            rid = body[:REPORT_ID_SIZE]
-            rids.add(rid)
-            state.seen.add(rid)
-            if rid not in prepared:
-                state.stored[rid] = StoredReport(rid, body, prio.DapReport.from_bytes(body), None, key)
+        try:
+            bodies = split_chunk(self.store.get(key))
+        except FileNotFoundError:  # deleted since it was listed (its reports all finished, by another replica)
+            return
+        with self.state_lock:
+            for body in bodies:
+                rid = body[:REPORT_ID_SIZE]
+                rids.add(rid)
+                state.seen.add(rid)
+                if rid not in prepared and rid not in state.stored:  # a report in two replicas' chunks: taken once
+                    state.stored[rid] = StoredReport(rid, body, prio.DapReport.from_bytes(body), None, key)
+            if not rids <= prepared:
+                state.chunks[key] = rids
         if rids <= prepared:
             self.store.delete(key)
-        else:
-            state.chunks[key] = rids
 
     # -- the door ---------------------------------------------------------------------------------------------
     def upload(self, task_id: bytes, body: bytes) -> None:
@@ -251,7 +264,8 @@ class Leader(Aggregator[LeaderTaskState]):
                     seen.add(item.rid)
                     fresh.append(item)
         if fresh:
-            key = f"{state.records.prefix}reports/chunk-{int(self.clock())}-{secrets.token_hex(8)}.reports"
+            folder = "reports/" if self.replica is None else f"reports/{self.replica}/"
+            key = f"{state.records.prefix}{folder}chunk-{int(self.clock())}-{secrets.token_hex(8)}.reports"
             try:
                 if not self.store.create(key, join_chunk(item.body for item in fresh)):
                     raise AggregatorError(f"{key} exists", "internal", 500)
@@ -259,11 +273,13 @@ class Leader(Aggregator[LeaderTaskState]):
                 with self.state_lock:
                     seen.difference_update(item.rid for item in fresh)
                 raise
-            with self.state_lock:
-                for item in fresh:
-                    item.chunk = key
-                    state.stored[item.rid] = item
-                state.chunks[key] = {item.rid for item in fresh}
+            if self.replica is None:  # a replica's drivers read every replica's chunks (ldp.aggregators.scale_out)
+                with self.state_lock:
+                    for item in fresh:
+                        item.chunk = key
+                        state.stored[item.rid] = item
+                    state.chunks[key] = {item.rid for item in fresh}
+                    state.chunks_read.add(key)
         if replays and raise_replays:
             raise AggregatorError("this report ID was already uploaded", ReportError.report_replayed.code, 409)
         return replays
@@ -304,8 +320,22 @@ class Leader(Aggregator[LeaderTaskState]):
         totals: Counter[str] = Counter()
         for state in [self.task_state(task_id)] if task_id is not None else list(self.state.values()):
             with state.lock:
+                if self.replica is not None:
+                    refresh_leader(self, state)
                 totals.update(run_jobs(self, state, window, force=force))
+                if self.replica is not None:
+                    sweep_chunks(self, state)
         return dict(totals)
+
+    def may_plan(self) -> bool:
+        """Whether this process plans jobs now: always, unless it is one replica of several (then only while it
+        holds the planner lease: :mod:`ldp.aggregators.scale_out`)."""
+        return self.planner is None or self.planner.holds()
+
+    def stop(self) -> None:
+        """Let go of what this process holds besides its store (a replica's planner lease)."""
+        if self.planner is not None:
+            self.planner.stop()
 
     def put_back(self, task_id: bytes, job_ids: Iterable[str] | None = None) -> list[str]:
         """Put jobs set aside back (every one: ``None``), their attempts counted anew; the IDs put back.
@@ -335,6 +365,8 @@ class Leader(Aggregator[LeaderTaskState]):
             raise AggregatorError(f"window {window} has not ended: it is collected once, after its end",
                                   "window_open", 400)
         self.run_aggregation_jobs(task_id, window, force=True)
+        if self.replica is not None and window not in records.collections:
+            self._check_window_done(state, window)
         if aside := sorted(j for j, rec in records.aside.items() if rec.get("window") == window):
             raise AggregatorError(f"window {window} has {len(aside)} job(s) set aside ({', '.join(aside)}): their "
                                   f"reports are in neither side's count; put them back (ldp serve jobs put-back) or "
@@ -365,6 +397,17 @@ class Leader(Aggregator[LeaderTaskState]):
                 "releases": len(records.collections),
                 "cumulative_epsilon": None if total is None else total.to_dict(),
                 "refused": dict(mine.rejected), **device_figures(task, records.collections.values(), rec)}
+
+    def _check_window_done(self, state: LeaderTaskState, window: int) -> None:
+        """A replica's collection: ``jobs_in_progress`` (503) while a report of the window is in no finished job
+        (another replica holds its job, or has not planned it yet)."""
+        records = state.records
+        with self.state_lock:
+            waiting = [rid for rid, s in state.stored.items() if state.task.window(s.report.time) == window]
+        unfinished = [j for j, plan in records.plans() if plan["window"] == window]
+        if waiting or unfinished:
+            raise AggregatorError(f"window {window} has {len(unfinished)} job(s) in progress at other replicas and "
+                                  f"{len(waiting)} report(s) in none yet: ask again shortly", "jobs_in_progress", 503)
 
     def _helper_share(self, state: LeaderTaskState, window: int, count: int, checksum: bytes) -> Any:
         """The helper's sealed share of ``window``, asked stating this leader's count and checksum (issue 84, item

@@ -123,6 +123,9 @@ class TaskRecords:
         self.aside: dict[str, dict[str, Any]] = {}
         self.attempts: dict[str, tuple[int, float]] = {}
         """The leader's attempts of each job: how many, and when the last began."""
+        self.conflicts: set[int] = set()
+        """The windows in which a report is counted by two jobs' records (helper replicas racing on two jobs of one
+        report: :mod:`ldp.aggregators.scale_out`): never released."""
         self.load()
 
     # -- keys -----------------------------------------------------------------------------------------------
@@ -142,31 +145,54 @@ class TaskRecords:
     # -- reading ----------------------------------------------------------------------------------------------
     def load(self) -> None:
         """Rebuild the state from the store's records."""
-        abandoned = []
-        for key in self.store.list(f"{self.prefix}jobs/"):
+        self._read_keys: set[str] = set()
+        self.refresh()
+
+    def refresh(self) -> int:
+        """Apply the records written since the last :meth:`load` or refresh, by this process or another sharing the
+        store (a scaled-out leader's drivers, a helper's replicas: docs/scale-out.md): finished jobs, attempts, jobs
+        set aside or abandoned, releases. Records are never changed once written, so each key is read once; the
+        number of new keys."""
+        fresh = [k for k in self.store.list(f"{self.prefix}jobs/") if k not in self._read_keys]
+        abandoned = [job_id for job_id, kind in map(job_key_parts, fresh) if kind == "abandon"]
+        gone = set(abandoned) if self.role == "helper" else set()  # a helper's abandoned job counts for nothing
+        for key in fresh:
             job_id, kind = job_key_parts(key)
-            if kind == "":
-                self._apply(self.read(key))
-            elif kind == "abandon":
-                abandoned.append(job_id)
+            if kind == "" and job_id not in self.jobs:
+                if job_id in gone and job_id not in self.abandoned:
+                    self.abandoned.add(job_id)  # never applied: nothing to take out
+                else:
+                    self._apply(self.read(key))
             elif kind == "aside":
-                self.aside[job_id] = self.read(key)
+                self.aside.setdefault(job_id, self.read(key))
             elif kind == "attempt":
                 count, last = self.attempts.get(job_id, (0, 0.0))
                 self.attempts[job_id] = (count + 1, max(last, float(self.read(key).get("at", 0))))
+        self._read_keys.update(k for k in fresh if job_key_parts(k)[1] != "plan")
         for job_id in abandoned:
-            self._abandoned(job_id)
-        for key in self.store.list(f"{self.prefix}collections/"):
-            rec = self.read(key)
-            window = int(rec["window"])
-            self.collections[window] = rec
-            if "rejected" in rec or window not in self.windows:
-                # a released window's counts are its release's: its job records may be pruned, or half pruned by
-                # a process stopped while pruning (module docstring)
-                refused = Counter({str(k): int(v) for k, v in rec.get("rejected", {}).items()})
-                self.windows[window] = WindowAggregate(int(rec["count"]), bytes.fromhex(rec["checksum"]),
-                                                       None, refused)
-        self.rejected = sum((agg.rejected for agg in self.windows.values()), Counter())
+            if job_id not in self.abandoned:
+                self._abandoned(job_id)
+        collections = [k for k in self.store.list(f"{self.prefix}collections/") if k not in self._read_keys]
+        for key in collections:
+            self._released(self.read(key))
+        self._read_keys.update(collections)
+        if collections:
+            self.rejected = sum((agg.rejected for agg in self.windows.values()), Counter())
+        return len(fresh) + len(collections)
+
+    def released(self, rec: dict[str, Any]) -> None:
+        """A release just recorded (or found recorded by another process): kept, and its key known as read."""
+        self.collections[int(rec["window"])] = rec
+        self._read_keys.add(self.collection_key(int(rec["window"])))
+
+    def _released(self, rec: dict[str, Any]) -> None:
+        """A release record: the window's counts are its release's (its job records may be pruned, or half pruned
+        by a process stopped while pruning: module docstring)."""
+        window = int(rec["window"])
+        self.collections[window] = rec
+        if "rejected" in rec or window not in self.windows:
+            refused = Counter({str(k): int(v) for k, v in rec.get("rejected", {}).items()})
+            self.windows[window] = WindowAggregate(int(rec["count"]), bytes.fromhex(rec["checksum"]), None, refused)
 
     def read(self, key: str) -> dict[str, Any]:
         rec = json.loads(self.store.get(key))
@@ -179,6 +205,8 @@ class TaskRecords:
         accepted = [bytes.fromhex(r) for r in rec["accepted"]]
         refused = {bytes.fromhex(r): code for r, code in rec["rejected"].items()}
         agg = self.windows.setdefault(window, WindowAggregate())
+        if not self.prepared.isdisjoint(accepted):
+            self.conflicts.add(window)
         if accepted:
             agg.add(accepted, self._share(rec), self.modulus)
         agg.rejected.update(refused.values())
@@ -231,6 +259,7 @@ class TaskRecords:
                "rejected": {r.hex(): code for r, code in rejected.items()},
                "sealed_share": self.sealer.seal(job_id, window, share), **extra}
         if self.write(self.job_key(job_id), rec):
+            self._read_keys.add(self.job_key(job_id))
             self._apply({"format": RECORD_FORMAT, **rec})
             return rec
         stored = self.read(self.job_key(job_id))
@@ -256,10 +285,15 @@ class TaskRecords:
         return deleted
 
     # -- attempts, set aside, abandoned (issue 84, item 2) --------------------------------------------------------
-    def attempt(self, job_id: str, now: float) -> int:
-        """Record the next attempt of a job (before it is sent); its number."""
+    def attempt(self, job_id: str, now: float) -> int | None:
+        """Record the next attempt of a job (before it is sent); its number, or ``None`` when another process sharing
+        the store recorded that attempt first (it holds the job: docs/scale-out.md; the attempts are read again)."""
         count = self.attempts.get(job_id, (0, 0.0))[0] + 1
-        self.write(self.extra_key(job_id, f"attempt-{count}"), {"job": job_id, "attempt": count, "at": now})
+        key = self.extra_key(job_id, f"attempt-{count}")
+        if not self.write(key, {"job": job_id, "attempt": count, "at": now}):
+            self.refresh()
+            return None
+        self._read_keys.add(key)
         self.attempts[job_id] = (count, now)
         return count
 
@@ -274,8 +308,9 @@ class TaskRecords:
     def put_back(self, job_id: str) -> None:
         """A job set aside tried again, its attempts counted anew; ``KeyError`` for a job not set aside."""
         self.aside.pop(job_id)
-        for key in self.store.list(f"{self.prefix}jobs/job-{job_id}."):
-            if job_key_parts(key)[1] in ("attempt", "aside"):
+        for key in self.store.list(f"{self.prefix}jobs/"):  # a listing's prefix ends at a "/" (Store.list)
+            if job_key_parts(key)[0] == job_id and job_key_parts(key)[1] in ("attempt", "aside"):
+                self._read_keys.discard(key)
                 self.store.delete(key)
         self.attempts.pop(job_id, None)
 

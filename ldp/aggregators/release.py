@@ -206,5 +206,5 @@ def release(records: TaskRecords, vdaf: Any, window: int, count: int, checksum: 
            "rejected": dict(mine.rejected)}  # the window's refusals, kept once its job records are pruned
     if not records.write(records.collection_key(window), rec):
         rec = records.read(records.collection_key(window))  # another process released it first: that one stands
-    records.collections[window] = rec
+    records.released(rec)
     return rec

@@ -24,14 +24,22 @@ def hold_role(config: AggregatorConfig) -> tuple[Any, Any]:
     """The aggregator's store, opened with its role, and the role's lease taken (:mod:`ldp.storage.lease`: one
     process per role and store, so that the in-memory state — the report IDs seen, the jobs in progress — is the
     only one; a predecessor that died on this host is taken over at once, a live one is refused with
-    :class:`~ldp.errors.LeaseHeldError` naming it). Returns (the store fenced by the lease, the lease)."""
+    :class:`~ldp.errors.LeaseHeldError` naming it), or, for a replica (``config.replica``), its name's lease
+    (:mod:`ldp.storage.lease`: one process per name; what replicas share is in the store,
+    :mod:`ldp.aggregators.scale_out`). Returns (the store fenced by the lease, the lease)."""
     from ldp.storage import open_store
     from ldp.storage.lease import FencedStore, Lease, dead_holder_here
     from ldp.storage.roles import RoleStore, aggregator_prefix, aggregator_role
 
     store = RoleStore(open_store(config.store, config.store_options or None), aggregator_role(config.role))
-    lease = Lease(store, aggregator_prefix(config.role) + "lease/", f"{config.role} aggregator",
-                  takeover=dead_holder_here)
+    if config.replica is not None:  # one of several processes: its name claimed instead (ldp.aggregators.scale_out)
+        from ldp.aggregators.scale_out import replica_prefix
+
+        lease = Lease(store, replica_prefix(config.role, config.replica),
+                      f"{config.role} aggregator replica {config.replica}", takeover=dead_holder_here)
+    else:
+        lease = Lease(store, aggregator_prefix(config.role) + "lease/", f"{config.role} aggregator",
+                      takeover=dead_holder_here)
     lease.start()
     return FencedStore(store, lease), lease
 
@@ -49,12 +57,13 @@ def build(config: AggregatorConfig, store: Any, *, helper: Any = None) -> Any:
     keys = {e.task.task_id: e.verify_key for e in config.tasks}
     common: dict[str, Any] = {"records_key": records_key, "job_retention": config.job_retention}
     if config.role == "helper":
-        return Helper(tasks, store, keypair, keys, **common)
+        return Helper(tasks, store, keypair, keys, replicated=config.replica is not None, **common)
     assert config.peer_url is not None and config.peer_token is not None
     peer = helper if helper is not None else HelperClient(config.peer_url, config.peer_token,
                                                           token_header=config.peer_token_header)
     return Leader(tasks, store, keypair, keys, peer, job_size=config.job_size, report_expiry=config.report_expiry,
-                  job_bytes=config.job_bytes, max_job_attempts=config.max_job_attempts, **common)
+                  job_bytes=config.job_bytes, max_job_attempts=config.max_job_attempts, replica=config.replica,
+                  job_lease=config.job_lease, **common)
 
 
 class Aggregating:
@@ -111,6 +120,8 @@ def create_service(config: AggregatorConfig, *, helper: Any = None) -> Any:
             yield
         finally:
             background.stop()
+            if hasattr(aggregator, "stop"):
+                aggregator.stop()
             lease.stop()
 
     app.router.lifespan_context = lifespan

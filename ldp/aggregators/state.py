@@ -75,3 +75,7 @@ class LeaderTaskState(TaskState):
     chunks: dict[str, set[bytes]] = field(default_factory=dict)
     planned: set[bytes] = field(default_factory=set)
     failures: dict[str, str] = field(default_factory=dict)
+    plans_read: set[str] = field(default_factory=set)
+    """A replica's (:mod:`ldp.aggregators.scale_out`): the plans it has read, by job ID."""
+    chunks_read: set[str] = field(default_factory=set)
+    """A replica's: the chunk keys it has read (every replica's chunks)."""

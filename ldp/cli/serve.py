@@ -66,8 +66,9 @@ def add_serve_arguments(subparsers: argparse._SubParsersAction[argparse.Argument
                      help="with token: a token for an analyst (reads the dashboard and /v1/estimates, uploads "
                           "nothing), and its line for the config's [analysts] table")
     srv.add_argument("--replica", metavar="NAME",
-                     help="this process's name among several ingest services (overrides the config's replica): every "
-                          "/metrics sample is labelled with it")
+                     help="this process's name among several ingest services or aggregator processes over one store "
+                          "(overrides the config's replica; docs/scale-out.md): an ingest service labels every "
+                          "/metrics sample with it, an aggregator replica writes its own chunks and shares jobs")
     srv.add_argument("--http", choices=("native", "uvicorn"),
                      help="an aggregator's HTTP server: native (the default: the binding's HTTP front, the leader's "
                           "uploads taken in batches, docs/two-aggregators.md) or uvicorn; the ingest service takes "
@@ -94,12 +95,12 @@ def serve_command(args: argparse.Namespace) -> int:
         if args.serve_action == "keygen":
             return _keygen(args.out, args.config_id)
         if args.role != "ingest":
-            for flag, given in (("--replica", args.replica), ("--app", args.app), ("--no-access-log",
-                                                                                   args.no_access_log)):
+            for flag, given in (("--app", args.app), ("--no-access-log", args.no_access_log)):
                 if given:
                     raise ValueError(f"{flag} is the ingest service's: an aggregator (--role {args.role}) takes none "
                                      "(it logs no request line)")
-            return _serve_aggregator(args.config, args.role, args.host, args.port, args.http or "native")
+            return _serve_aggregator(args.config, args.role, args.host, args.port, args.http or "native",
+                                     args.replica)
         if args.http:
             raise ValueError("--http is an aggregator's (--role leader|helper): the ingest service runs under uvicorn")
         if args.analyst:
@@ -134,7 +135,8 @@ def _keygen(out: str | None, config_id: int) -> int:
     return 0
 
 
-def _serve_aggregator(config_path: str | None, role: str, host: str, port: int, http: str) -> int:
+def _serve_aggregator(config_path: str | None, role: str, host: str, port: int, http: str,
+                      replica: str | None = None) -> int:
     try:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
@@ -149,8 +151,12 @@ def _serve_aggregator(config_path: str | None, role: str, host: str, port: int, 
     if not _is_loopback(host):
         print(f"ldp serve: warning: listening on {host}, not a loopback address: put a TLS-terminating reverse "
               "proxy in front (tokens travel in the Authorization header)", file=sys.stderr)
-    return serve(load_config(config_path, role), host, port,
-                 announce=lambda line: print(line, file=sys.stderr, flush=True), http=http)
+    config = load_config(config_path, role)
+    if replica is not None:  # one of several processes over the aggregator's store (docs/scale-out.md)
+        from ldp.aggregators.scale_out import check_replica_name
+
+        config = dataclasses.replace(config, replica=check_replica_name(replica))
+    return serve(config, host, port, announce=lambda line: print(line, file=sys.stderr, flush=True), http=http)
 
 
 def _token(app: str | None, analyst: bool = False, role: str = "ingest") -> int:

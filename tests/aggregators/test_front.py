@@ -144,7 +144,9 @@ def test_any_request_gets_the_apps_answer(pair: Any, method: str, path: str, seg
     from urllib.parse import quote
 
     p = path.format(t=w.task.id_text, x=quote(segment, safe="/%"))
-    assume(not p.startswith("//"))  # httpx (the TestClient) reads "//x" as a URL with an authority, not a path
+    # httpx (the TestClient) reads "//x" as a URL with an authority, and drops dot segments (RFC 3986 §5.2.4): a
+    # server is sent them as they are, so they are no request the two can be compared on
+    assume(not p.startswith("//") and not {".", ".."} & set(p.split("?")[0].split("/")))
     headers = {"Content-Type": ctype} if ctype else {}
     ref, got = both(w, client, front, method, p, body, headers)
     assert got == ref

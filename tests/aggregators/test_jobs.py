@@ -216,6 +216,8 @@ def test_a_job_is_tried_a_bounded_number_of_times_then_set_aside_until_put_back(
     assert refused.value.code == "jobs_set_aside"
     away.back = True
     _put_back_over_http(w, aside["job"])
+    w.restart_leader(max_job_attempts=3, helper=away)  # put back for good: its attempts are gone from the store
+    assert w.leader.task_state(w.task.task_id).records.attempts == {}
     assert list(w.collect().sums) == [1, 1, 2, 0]
 
 
