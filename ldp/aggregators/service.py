@@ -188,7 +188,8 @@ def serve_native(config: AggregatorConfig, host: str, port: int, announce: Any =
     """:func:`serve` on the binding's HTTP front (:func:`front_for`), until SIGTERM or SIGINT."""
     import signal
 
-    front = front_for(create_service(config), config.role, host, port)
+    # replicas on one host may share a port (SO_REUSEPORT: the kernel spreads the connections over them)
+    front = front_for(create_service(config), config.role, host, port, reuse_port=config.replica is not None)
     done = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
