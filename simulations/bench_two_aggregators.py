@@ -18,10 +18,11 @@ timed separately, each run on a fresh pair of stores (setting them up is not tim
 * ``aggregate``: ``Leader.run_aggregation_jobs`` (jobs of 1,000: both aggregators open their shares again and run
   Prio3's preparation, the job messages encoded and decoded, each job recorded on both sides);
 * ``collect``: ``Leader.collect`` of the window (the clocks moved past its end first): the helper's and the leader's
-  aggregate shares released (no noise) and sealed to the collector.
+  aggregate shares released, each with its noise (:data:`NOISE`), and sealed to the collector.
 
-Reports/s of each and of the whole (``n`` over the sum), the best run and the median; the collected sums (opened
-with the collector's key, not timed) are checked against the truth.
+Reports/s of each and of the whole (``n`` over the sum), the best run and the median. Each aggregator adds its noise
+to its share (:data:`NOISE`, discrete Laplace at ε = 1); the collected sums (opened with the collector's key, not
+timed) are checked: every report counted, each sum within :data:`NOISE_TOLERANCE` of the truth.
 
 **Against the honest reference** (:mod:`bench_reference`, issue 86): a Rust program that does, on these very
 reports, what the aggregate step must — the helper's HPKE open (the ``hpke`` crate) and both aggregators' Prio3
@@ -69,6 +70,12 @@ T0 = 1_800_000_000 - 1_800_000_000 % WINDOW
 """The window the reports fall in; its reports are made at ``T0 + PRECISION``."""
 BATCH = 100
 STAGES = ("door", "aggregate", "collect")
+NOISE = "laplace:1"
+"""Each aggregator's noise on its aggregate share in the pipeline (issue 86, item 5: the whole pipeline, noise on):
+discrete Laplace at ε = 1 per aggregator, calibrated to one device's change (a histogram's L1 sensitivity 2)."""
+NOISE_TOLERANCE = 60
+"""How far a noised sum may fall from the truth and still pass: the two aggregators' noise, each discrete Laplace of
+scale 2, passes 60 with probability below 1e-11 per bucket."""
 AGGREGATE_TARGET = 0.5
 """The aggregate step's reports/s at least this share of the reference's (issue 86, item 1)."""
 PRIO3_TARGET = 0.9
@@ -144,7 +151,7 @@ def python_reports(seal: Callable[[int], bytes], seconds: float, at_least: int =
 class Deployment:
     """One task with its three key pairs and verify key; a fresh leader and helper over new folder stores per run."""
 
-    def __init__(self, draft: int = 18) -> None:
+    def __init__(self, draft: int = 18, noise: str = NOISE) -> None:
         from ldp import prio
         from ldp.aggregators.task import Noise, Task
 
@@ -154,7 +161,7 @@ class Deployment:
                          vdaf_params={"length": BUCKETS}, window_seconds=WINDOW, min_batch_size=100,
                          leader_url="http://127.0.0.1:1", helper_url="http://127.0.0.1:2",
                          collector_hpke_config=self.collector.config.to_bytes(), time_precision=PRECISION,
-                         noise=Noise(), vdaf_draft=draft)
+                         noise=Noise.parse(noise), vdaf_draft=draft)
         self.verify_key = secrets.token_bytes(self.task.prio3().verify_key_size)
         self.now = T0 + PRECISION + 10
 
@@ -194,8 +201,11 @@ def pipeline_run(dep: Deployment, reports: list[bytes], truth: list[int], scratc
         dep.now = T0 + WINDOW + 1  # a window is collected after its end
         collect, doc = _timed(lambda: leader.collect(task_id, T0))
     collection = open_collection(dep.task, dep.collector, doc)
+    # each aggregator's noise on its share (NOISE): every report counted, each sum within reach of the noise
+    within = all(abs(int(got) - want) <= NOISE_TOLERANCE for got, want in zip(collection.sums, truth, strict=True))
     ok = (not any(refusals) and counts.get("prepared") == len(reports) and not counts.get("refused")
-          and collection.report_count == len(reports) and list(collection.sums) == truth)
+          and collection.report_count == len(reports) and within
+          and (dep.task.noise.mechanism != "none" or list(collection.sums) == truth))
     return {"door": door, "aggregate": aggregate, "collect": collect, "correct": ok}
 
 
@@ -331,7 +341,8 @@ def run(n: int, repeats: int, rounds: int, seconds: float, log: Callable[[str], 
                  "aggregate": "Leader.run_aggregation_jobs: the helper's HPKE open (the leader's share opened at the "
                               "door and kept), both aggregators' Prio3 preparation and aggregation, the job "
                               "messages, each job recorded by both",
-                 "collect": "Leader.collect: both aggregate shares released (no noise) and sealed to the collector; "
+                 "collect": "Leader.collect: both aggregate shares released, each noised (laplace:1), and sealed to the "
+                            "collector; "
                             "a window's cost, nearly independent of its reports (its reports/s is n over it)",
                  "whole": "door + aggregate + collect",
                  "hpke_opens": "ldp.prio.open_input_share of the helper's share of every report, timed apart: "
