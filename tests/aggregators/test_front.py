@@ -57,7 +57,10 @@ def send(front: Any, method: str, path: str, body: bytes = b"", headers: dict[st
     own = conn is None
     conn = conn or http.client.HTTPConnection(*front.address, timeout=30)
     try:
-        conn.request(method, path, body=body, headers=headers or {})
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # answered (413) and closed before the whole body was sent: the answer is read all the same
         resp = conn.getresponse()
         return resp.status, resp.getheader("content-type"), resp.read()
     finally:
