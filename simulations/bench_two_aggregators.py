@@ -341,9 +341,9 @@ def run(n: int, repeats: int, rounds: int, seconds: float, log: Callable[[str], 
                  "aggregate": "Leader.run_aggregation_jobs: the helper's HPKE open (the leader's share opened at the "
                               "door and kept), both aggregators' Prio3 preparation and aggregation, the job "
                               "messages, each job recorded by both",
-                 "collect": "Leader.collect: both aggregate shares released, each noised (laplace:1), and sealed to the "
-                            "collector; "
-                            "a window's cost, nearly independent of its reports (its reports/s is n over it)",
+                 "collect": "Leader.collect: both aggregate shares released, each noised (laplace:1), and sealed to "
+                            "the collector; a window's cost, nearly independent of its reports (its reports/s is "
+                            "n over it)",
                  "whole": "door + aggregate + collect",
                  "hpke_opens": "ldp.prio.open_input_share of the helper's share of every report, timed apart: "
                                "the HPKE part of aggregate",
