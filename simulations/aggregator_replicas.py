@@ -30,12 +30,11 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ldp_interop_api import free_port
+from ldp_interop_api import free_port, start_serve
 
 BUCKETS = 8
 WINDOW = 3600
@@ -52,20 +51,8 @@ class Replica:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        log = open(self.root / f"{self.name}.log", "ab")  # noqa: SIM115 (the child's stderr, for its life)
-        self.proc = subprocess.Popen([sys.executable, "-m", "ldp", "serve", "--role", self.role, "--config",
-                                      str(self.config), "--replica", self.name, "--port", str(self.port)],
-                                     stdout=subprocess.DEVNULL, stderr=log, cwd=self.root)
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=5):  # noqa: S310 (loopback)
-                    return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{self.name} did not start: "
-                                       f"{(self.root / f'{self.name}.log').read_text()[-3000:]}") from None
-                time.sleep(0.1)
+        self.proc = start_serve(["--role", self.role, "--config", str(self.config), "--replica", self.name,
+                                 "--port", str(self.port)], self.url, self.root, self.root / f"{self.name}.log")
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

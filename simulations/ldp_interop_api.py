@@ -38,6 +38,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def start_serve(args: list[str], url: str, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
+    """``ldp serve ARGS`` started in ``cwd`` (its stderr appended to ``log``) and waited for until ``url``'s
+    ``/healthz`` answers; ``RuntimeError`` with the log's end when it exits or does not answer within 120 s."""
+    with open(log, "ab") as err:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen([sys.executable, "-m", "ldp", "serve", *args], stdout=subprocess.DEVNULL,
+                                stderr=err, cwd=cwd)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(url.rstrip("/") + "/healthz", timeout=5):  # noqa: S310 (loopback)
+                return proc
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"ldp serve {' '.join(args)} did not start: {log.read_text()[-3000:]}") from None
+            time.sleep(0.1)
+
+
 class LdpAggregator:
     """``ldp serve --role ROLE`` in ``root`` on ``port``, holding the tasks :meth:`add` gave it (its config written,
     and the process (re)started, by :meth:`restart`). One aggregator config holds one leader token and one
@@ -87,20 +104,8 @@ class LdpAggregator:
         else:
             head += f'[peer]\ntoken_sha256 = "{token_sha256(str(self.leader_token))}"\n'
         (self.root / "config.toml").write_text(head + self.entries)
-        log = open(self.root / "serve.log", "ab")  # noqa: SIM115 (the child's stderr, for its life)
-        self.proc = subprocess.Popen([sys.executable, "-m", "ldp", "serve", "--role", self.role, "--config",
-                                      str(self.root / "config.toml"), "--port", str(self.port)],
-                                     stdout=subprocess.DEVNULL, stderr=log, cwd=self.root)
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(self.url + "healthz", timeout=5):  # noqa: S310 (loopback)
-                    return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"ldp serve --role {self.role} did not start: "
-                                       f"{(self.root / 'serve.log').read_text()[-3000:]}") from None
-                time.sleep(0.2)
+        self.proc = start_serve(["--role", self.role, "--config", str(self.root / "config.toml"), "--port",
+                                 str(self.port)], self.url, self.root, self.root / "serve.log")
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
