@@ -68,7 +68,8 @@ class LdpAggregator:
         self.url = f"http://127.0.0.1:{port}/"
         root.mkdir(parents=True)
         save_keypair(root / "hpke.json", prio.HpkeKeypair.generate(secrets.randbelow(250) + 1))
-        self.entries, self.peer_url, self.proc = "", "", None
+        self.entries, self.peer_url = "", ""
+        self.proc: subprocess.Popen[bytes] | None = None
         self.leader_token: str | None = None
         self.collector_token: str | None = None
 
