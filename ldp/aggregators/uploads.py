@@ -65,23 +65,26 @@ class UploadBatches:
             for request in uploads:
                 answer(request, refusal(exc, named))
             return
+        bodies: list[bytes] = []
         for request in uploads:
             refused = upload_refusal(self.leader, task_id, request.header("content-type"))
+            body = b"" if refused is not None or request.body_error else request.body  # read once (a copy)
             if refused is not None:
                 answer(request, refusal(refused, named))
-            elif request.body_error or len(request.body) > MAX_REPORT:
+            elif request.body_error or len(body) > MAX_REPORT:
                 answer(request, body_refusal(request, MAX_REPORT) or problem(
                     413, "too_large", f"the body is over {MAX_REPORT} bytes", headers={"Connection": "close"}))
             else:
                 taken.append(request)
+                bodies.append(body)
         if taken:
-            self._store(task_id, named, taken)
+            self._store(task_id, named, taken, bodies)
 
-    def _store(self, task_id: bytes, named: str, taken: list[Any]) -> None:
+    def _store(self, task_id: bytes, named: str, taken: list[Any], bodies: list[bytes]) -> None:
         # the shares the front opened as the uploads arrived (each, when it knew the task by this path's name)
         opened = [r.opened for r in taken] if all(r.open_tried for r in taken) else None
         try:
-            outcomes = self.leader.upload_many(task_id, [r.body for r in taken], opened)
+            outcomes = self.leader.upload_many(task_id, bodies, opened)
         except Exception as exc:  # noqa: BLE001 (each upload answered: none of them is stored)
             logger.error("storing %d uploads failed (%s)", len(taken), type(exc).__name__)
             for request in taken:
