@@ -32,10 +32,11 @@ invalid, and bytes that do not decode as the task's VDAF's shares are a report t
 Not ``vdaf_invalid`` (DAP's ``vdaf_prep_error``), which names a report whose preparation failed: these reports are
 refused before any preparation, at the door, with a 400 the device reads at once.
 
-:meth:`ldp.aggregators.leader.Leader._check` runs them at the door (:func:`check_report` before opening, then
-:func:`check_input_share` on the leader's opened share), and :meth:`~ldp.aggregators.leader.Leader.upload` counts
-each refusal in the task's door counter (``refused_at_upload``); the helper can run the same per report in its jobs
-(:func:`check_public_share`, :func:`check_input_share` with :data:`HELPER`).
+:meth:`ldp.aggregators.leader_door.LeaderDoor._check` runs them at the door (:func:`check_report` before
+opening, then :func:`check_input_share` on the leader's opened share), and
+:meth:`~ldp.aggregators.leader_door.LeaderDoor.upload` counts each refusal in the task's door counter
+(``refused_at_upload``); the helper can run the same per report in its jobs (:func:`check_public_share`,
+:func:`check_input_share` with :data:`HELPER`).
 """
 
 from __future__ import annotations
