@@ -57,7 +57,7 @@ from typing import Any
 
 from bench_cores import cores_run
 from bench_prio import CASES, best_round, build_raw, pin_one_cpu, python_path, raw_path, run_summary
-from bench_reference import build_reference, reference_path
+from bench_reference import build_reference, reference_doc, reference_path, reference_processes
 
 RUST = Path(__file__).resolve().parents[1] / "clients" / "rust"
 CASE = "histogram:16"
@@ -327,10 +327,15 @@ def run(n: int, repeats: int, rounds: int, seconds: float, log: Callable[[str], 
             if not isinstance(raw_exe, str):
                 raws.append(raw_path(raw_exe, CASE, n, repeats))
             bindings.append(python_path(CASE, n, repeats))
-        log(f"  every core: the aggregate step and the batch calls in 1 thread and in every core's, {rounds + 2} "
-            f"runs each, alternating")
+        log(f"  every core: the aggregate step, the batch calls and the reference in 1 thread and in every "
+            f"core's, {rounds + 2} runs each, alternating")
+        machine = None
+        if not isinstance(reference_exe, str):
+            doc_file = scratch / "reference.json"
+            doc_file.write_text(json.dumps(reference_doc(dep, decoded, leader_shares)))
+            machine = functools.partial(reference_processes, reference_exe, doc_file, repeats=2)
         cores = cores_run(lambda root: pipeline_run(dep, reports, truth, root),
-                          lambda: batch_calls_run(dep, decoded, leader_shares), n, rounds + 2, cpus)
+                          lambda: batch_calls_run(dep, decoded, leader_shares), n, rounds + 2, cpus, machine)
         correct = correct and cores["all_results_correct"]
     stages = {s: _stage(n, stage_runs[s], correct) for s in stage_runs}
     out["aggregators"] = {
@@ -372,6 +377,9 @@ def run(n: int, repeats: int, rounds: int, seconds: float, log: Callable[[str], 
     out["ratio"] = _ratios(stages, raw, binding, reference)
     out["ratio"]["aggregate_cores_over_one"] = cores["aggregate"]["ratio"]
     out["ratio"]["batch_calls_cores_over_one"] = cores["batch_calls"]["ratio"]
+    if "machine" in cores:
+        out["ratio"]["machine_cores_over_one"] = cores["machine"]["ratio"]
+        out["ratio"]["aggregate_cores_over_machine"] = cores["aggregate_cores_over_machine"]
     out["ratio"]["whole_reports_per_s_every_core"] = cores["whole"]["reports_per_s_every_core"]
     return out
 

@@ -17,6 +17,7 @@ keys (which they share) and the leader's token (the helper keeps only its hash):
     replica = "d1"                       # optional: this process is one replica of several over the store
                                          # (``--replica``; ``ldp.aggregators.scale_out``, docs/scale-out.md)
     job_lease = 60                       # leader replicas: seconds a driver holds a job's attempt
+    jobs_in_flight = 2                   # leader: aggregation jobs with the helper at once (1 to 64)
 
     [operator]
     token_sha256 = "..."                 # optional: the operator's own token for /status and the page
@@ -60,7 +61,8 @@ __all__ = ["AggregatorConfig", "TaskEntry", "load_config", "read_secret", "write
 
 KEY_FORMAT = "ldp-hpke-key/1"
 PLAIN_KEYS = frozenset({"role", "store", "hpke_key", "records_key", "job_retention", "job_size", "job_bytes",
-                        "max_job_attempts", "aggregate_every", "report_expiry", "replica", "job_lease"})
+                        "max_job_attempts", "aggregate_every", "report_expiry", "replica", "job_lease",
+                        "jobs_in_flight"})
 """The top-level keys that are not tables."""
 TOKEN_HEADERS = ("authorization", "dap-auth-token")
 """``[peer] token_header``: ``Authorization: Bearer <token>`` (the default), or ``DAP-Auth-Token: <token>`` (what a
@@ -97,6 +99,7 @@ class AggregatorConfig:
     job_retention: float = 0.0
     replica: str | None = None
     job_lease: float = 60.0
+    jobs_in_flight: int = 2
 
 
 def save_keypair(path: Path, keypair: Any) -> None:
@@ -195,8 +198,14 @@ def _replica(name: str) -> str:
 
 def _leader_settings(data: dict[str, Any]) -> dict[str, Any]:
     """The leader's numbers: ``job_size``, ``job_bytes``, ``max_job_attempts``, ``aggregate_every``,
-    ``report_expiry``."""
-    from ldp.aggregators.jobs import DEFAULT_JOB_BYTES, DEFAULT_MAX_JOB_ATTEMPTS, MAX_JOB_BYTES
+    ``report_expiry``, ``job_lease``, ``jobs_in_flight``."""
+    from ldp.aggregators.jobs import (
+        DEFAULT_JOB_BYTES,
+        DEFAULT_JOBS_IN_FLIGHT,
+        DEFAULT_MAX_JOB_ATTEMPTS,
+        MAX_JOB_BYTES,
+        MAX_JOBS_IN_FLIGHT,
+    )
 
     return {"job_size": loader.number("job_size", data.get("job_size", 1000), int, 1, high=100_000),
             "job_bytes": loader.number("job_bytes", data.get("job_bytes", DEFAULT_JOB_BYTES), int, 1 << 16,
@@ -208,7 +217,9 @@ def _leader_settings(data: dict[str, Any]) -> dict[str, Any]:
                                              high=86400),
             "report_expiry": loader.number("report_expiry", data.get("report_expiry", 7 * 86400), int, 1,
                                            high=10 * 366 * 86400),
-            "job_lease": loader.number("job_lease", data.get("job_lease", 60), float, 1, high=86400)}
+            "job_lease": loader.number("job_lease", data.get("job_lease", 60), float, 1, high=86400),
+            "jobs_in_flight": loader.number("jobs_in_flight", data.get("jobs_in_flight", DEFAULT_JOBS_IN_FLIGHT), int,
+                                            1, high=MAX_JOBS_IN_FLIGHT)}
 
 
 def load_config(path: str | os.PathLike[str], role: str | None = None) -> AggregatorConfig:

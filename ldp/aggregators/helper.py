@@ -84,19 +84,63 @@ class Helper(Aggregator[TaskState]):
     aggregate = renamed_method("Helper", "aggregate", "aggregation_job")
 
     def aggregation_job(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
-        """Prepare one aggregation job (module docstring); the encoded :class:`AggregationJobResp`."""
+        """Prepare one aggregation job (module docstring); the encoded :class:`AggregationJobResp`. The task's lock
+        is held to check and reserve the job's reports, and to record it, not while they are prepared (the batch
+        call, the GIL released): jobs of distinct reports are prepared at once (:mod:`ldp.aggregators.state`)."""
         state = self.task_state(task_id)
         _check_job_id(job_id)
         init = _decode(AggregationJobInitReq, body)
         if init.aggregation_parameter:
             raise AggregatorError("Prio3 takes no aggregation parameter, the job has one", "invalid_message")
         digest = hashlib.sha256(body).hexdigest()
+        inits = list(init.prepare_inits)
         parts: dict[int, list[int]] = {}  # window -> positions of its reports in the job, in order
-        for i, p in enumerate(init.prepare_inits):
+        for i, p in enumerate(inits):
             parts.setdefault(state.task.window(p.report_share.time), []).append(i)
-        answers: list[PrepareResp | None] = [None] * len(init.prepare_inits)
         names = {w: job_id if len(parts) == 1 else part_id(job_id, w) for w in parts}
+        # the VDAF bytes' checks (ldp.aggregators.door: pure functions of the task's VDAF), before the lock
+        fit = fits(state.vdaf, [(p.report_share.public_share, p.report_share.encrypted_input_share) for p in inits])
         with state.lock:
+            self._wait_for(state, job_id, names, frozenset(p.report_share.report_id for p in inits))
+            answered: dict[int, bytes] = {}
+            taken: dict[int, list[ReportError | bytes]] = {}
+            for w, positions in parts.items():
+                if (done := state.records.job(names[w])) is not None:
+                    if done.get("request_sha256") != digest:
+                        raise AggregatorError(f"job {names[w]} was prepared with another request", "job_mismatch",
+                                              409)
+                    answered[w] = bytes.fromhex(done["response"])
+                else:
+                    taken[w] = _check_reports(state, w, [inits[i] for i in positions], [fit[i] for i in positions])
+                    state.running[names[w]] = (w, frozenset(inits[i].report_share.report_id for i in positions))
+        prepared: dict[int, dict[str, Any]] = {}
+        try:
+            for w, checked in taken.items():
+                prepared[w] = self._prepare(state, [inits[i] for i in parts[w]], checked)
+        finally:
+            with state.lock:
+                try:  # each part prepared recorded (the records' create-if-absent: once, whoever is first)
+                    for w, rec in prepared.items():
+                        done = state.records.finish_job(names[w], w, request_sha256=digest, **rec)
+                        answered[w] = bytes.fromhex(done["response"])
+                        at("helper_job_recorded")
+                finally:
+                    for w in taken:
+                        del state.running[names[w]]
+                    state.idle.notify_all()
+        if len(parts) == 1:  # one window (the usual job): its part's recorded answer is the job's, as it is
+            return answered[next(iter(parts))]
+        answers: list[PrepareResp | None] = [None] * len(inits)
+        for w, positions in parts.items():
+            for i, resp in zip(positions, AggregationJobResp.from_bytes(answered[w]).prepare_resps, strict=True):
+                answers[i] = resp
+        return AggregationJobResp(tuple(a for a in answers if a is not None)).to_bytes()
+
+    def _wait_for(self, state: TaskState, job_id: str, names: dict[int, str], report_ids: frozenset[bytes]) -> None:
+        """Under the task's lock: wait while another request prepares this job (the leader's retry) or any of its
+        reports (then they are replays, as in a serial order); ``job_abandoned`` or ``job_mismatch`` (409) for a
+        job recorded so, read again first when this helper is one replica of several."""
+        def busy() -> bool:
             if self.replicated:
                 state.records.refresh()
             recorded = _parts_of(state.records, job_id)
@@ -105,64 +149,27 @@ class Helper(Aggregator[TaskState]):
                                       409)
             if not recorded <= set(names.values()):  # recorded, with other windows
                 raise AggregatorError(f"job {job_id} was prepared with another request", "job_mismatch", 409)
-            if len(parts) == 1:  # one window (the usual job): its part's recorded answer is the job's, as it is
-                ((window, _),) = parts.items()
-                return self._part(state, names[window], window, list(init.prepare_inits), digest)
-            for window, positions in parts.items():
-                body = self._part(state, names[window], window, [init.prepare_inits[i] for i in positions], digest)
-                resps = AggregationJobResp.from_bytes(body).prepare_resps
-                for i, resp in zip(positions, resps, strict=True):
-                    answers[i] = resp
-        return AggregationJobResp(tuple(a for a in answers if a is not None)).to_bytes()
+            return any(name in state.running for name in names.values()) or any(
+                not report_ids.isdisjoint(held) for _, held in state.running.values())
 
-    def _part(self, state: TaskState, part: str, window: int, inits: list[PrepareInit], digest: str) -> bytes:
-        """One window's reports of a job: the encoded answer, from its record or prepared and recorded."""
-        if (done := state.records.job(part)) is not None:
-            if done.get("request_sha256") != digest:
-                raise AggregatorError(f"job {part} was prepared with another request", "job_mismatch", 409)
-        else:
-            done = self._prepare(state, part, window, inits, digest)
-        return bytes.fromhex(done["response"])
+        state.wait_while(busy)
 
-    def _prepare(self, state: TaskState, job_id: str, window: int, inits: list[PrepareInit], digest: str
+    def _prepare(self, state: TaskState, inits: list[PrepareInit], checked: list[ReportError | bytes]
                  ) -> dict[str, Any]:
-        task, records = state.task, state.records
-        checked: list[ReportError | None] = []
-        in_job: set[bytes] = set()
-        leader_shares: list[bytes] = []
-        # the leader's door checks again (ldp.aggregators.door.check_report: a public share of the task's VDAF, a
-        # sealed share of exactly its length): a leader's store written before them, or a leader that does not
-        # check, cannot make this helper open a padded share
-        fit = fits(state.vdaf, [(p.report_share.public_share, p.report_share.encrypted_input_share) for p in inits])
-        for p, fitting in zip(inits, fit, strict=True):
-            r, error = p.report_share, None
-            if window in records.collections:
-                error = ReportError.batch_collected
-            elif r.report_id in records.prepared or r.report_id in in_job:
-                error = ReportError.report_replayed
-            elif r.time % task.time_precision or not fitting:
-                error = ReportError.invalid_message
-            else:
-                try:
-                    leader_shares.append(p.leader_prep_share)
-                except MessageError:
-                    error = ReportError.invalid_message
-            in_job.add(r.report_id)
-            checked.append(error)
-        # the reports that passed: opened, prepared, checked (the joint randomness part for the helper too: a forged
-        # one would fail only the leader's prepare_next, so it is refused on both sides), finished and aggregated in
-        # one call, the GIL released
-        todo = [p.report_share for p, error in zip(inits, checked, strict=True) if error is None]
-        answers, share = state.vdaf.helper_prepare_batch(self.keypair, state.verify_key, task.task_id, [
-            (r.report_id, r.time, r.public_share, r.encrypted_input_share, leader)
-            for r, leader in zip(todo, leader_shares, strict=True)])
+        """One window's reports of a job, checked (:func:`_check_reports`), prepared out of the task's lock: the
+        reports that passed opened, prepared, checked (the joint randomness part for the helper too: a forged one
+        would fail only the leader's prepare_next, so it is refused on both sides), finished and aggregated in one
+        call, the GIL released. The part's record (:meth:`TaskRecords.finish_job`'s arguments but its IDs)."""
+        todo = [(p.report_share, c) for p, c in zip(inits, checked, strict=True) if isinstance(c, bytes)]
+        answers, share = state.vdaf.helper_prepare_batch(self.keypair, state.verify_key, state.task.task_id, [
+            (r.report_id, r.time, r.public_share, r.encrypted_input_share, leader) for r, leader in todo])
         answer = iter(answers)
         results: list[PrepareResp] = []
         accepted: list[bytes] = []
         refused: dict[bytes, str] = {}
         for p, error in zip(inits, checked, strict=True):
             rid = p.report_share.report_id
-            if error is None:
+            if isinstance(error, bytes):
                 outcome = next(answer)
                 if isinstance(outcome, bytes):
                     accepted.append(rid)
@@ -172,11 +179,8 @@ class Helper(Aggregator[TaskState]):
             if rid not in refused and rid not in accepted:
                 refused[rid] = error.code
             results.append(PrepareResp(rid, error=error))
-        response = AggregationJobResp(tuple(results)).to_bytes()
-        rec = records.finish_job(job_id, window, accepted, refused, share.field_elements(),
-                                 request_sha256=digest, response=response.hex())
-        at("helper_job_recorded")
-        return rec
+        return {"accepted": accepted, "rejected": refused, "share": share.field_elements(),
+                "response": AggregationJobResp(tuple(results)).to_bytes().hex()}
 
     def abandon_job(self, task_id: bytes, job_id: str) -> bool:
         """Abandon a job at the leader's request (``DELETE .../aggregation_jobs/{job}``; issue 84, item 2): its
@@ -187,6 +191,8 @@ class Helper(Aggregator[TaskState]):
         state = self.task_state(task_id)
         _check_job_id(job_id)
         with state.lock:
+            state.wait_while(lambda: job_id in state.running or any(part_id(job_id, w) in state.running
+                                                                     for w, _ in state.running.values()))
             records = state.records
             parts = sorted(_parts_of(records, job_id) | {job_id})
             for part in parts:
@@ -209,6 +215,7 @@ class Helper(Aggregator[TaskState]):
             raise AggregatorError("Prio3 takes no aggregation parameter, the request has one", "invalid_message")
         window = task_window(state.task.window_seconds, req.interval)
         with state.lock:
+            state.wait_while(lambda: any(w == window for w, _ in state.running.values()))  # its jobs recorded first
             if self.replicated:
                 state.records.refresh()
             if window in state.records.conflicts and window not in state.records.collections:
@@ -248,6 +255,35 @@ def part_id(job_id: str, window: int) -> str:
     characters of SHA-256 of the job's ID and the window."""
     digest = hashlib.sha256(f"ldp job part {job_id} {window}".encode()).digest()
     return base64.urlsafe_b64encode(digest[:16]).rstrip(b"=").decode()
+
+
+def _check_reports(state: TaskState, window: int, inits: list[PrepareInit], fit: list[bool]
+                   ) -> list[ReportError | bytes]:
+    """Under the task's lock: each report of one window's part of a job refused with its code, or the leader's prep
+    share to prepare it with (module docstring). The leader's door checks the VDAF bytes again (``fit``:
+    :func:`ldp.aggregators.door.fits`, a public share of the task's VDAF, a sealed share of exactly its length): a
+    leader's store written before them, or a leader that does not check, cannot make this helper open a padded
+    share."""
+    records, task = state.records, state.task
+    checked: list[ReportError | bytes] = []
+    in_job: set[bytes] = set()
+    for p, fitting in zip(inits, fit, strict=True):
+        r, error = p.report_share, None
+        if window in records.collections:
+            error = ReportError.batch_collected
+        elif r.report_id in records.prepared or r.report_id in in_job:
+            error = ReportError.report_replayed
+        elif r.time % task.time_precision or not fitting:
+            error = ReportError.invalid_message
+        else:
+            try:
+                checked.append(p.leader_prep_share)
+            except MessageError:
+                error = ReportError.invalid_message
+        in_job.add(r.report_id)
+        if error is not None:
+            checked.append(error)
+    return checked
 
 
 def _parts_of(records: TaskRecords, job_id: str) -> set[str]:

@@ -15,6 +15,9 @@ attempts it is **set aside** with its reason, shown on ``/status``, until the op
 a job set aside is not released (``jobs_set_aside``). A helper that does not answer (``helper_unavailable``) or
 refuses the leader's token stops the run (the next jobs would fail alike).
 
+**In flight.** Up to ``jobs_in_flight`` jobs of one run are with the helper at once, from as many threads, each of
+distinct reports; the helper prepares jobs of distinct reports at once too (:mod:`ldp.aggregators.helper`).
+
 **Scaled out** (:mod:`ldp.aggregators.scale_out`): only the replica holding the planner lease plans, and a job's
 attempt is claimed by creating its record (one replica gets each), held ``job_lease`` seconds.
 
@@ -42,7 +45,7 @@ import hashlib
 import logging
 import secrets
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -64,7 +67,8 @@ if TYPE_CHECKING:
     from ldp.aggregators.state import LeaderTaskState, StoredReport
 
 __all__ = ["MAX_JOB_BYTES", "DEFAULT_JOB_BYTES", "DEFAULT_MAX_JOB_ATTEMPTS", "REPORT_INIT_OVERHEAD", "RETRY_BASE",
-           "DISAGREED", "plan_jobs", "child_job_ids", "new_job_id", "run_jobs"]
+           "DISAGREED", "DEFAULT_JOBS_IN_FLIGHT", "MAX_JOBS_IN_FLIGHT", "plan_jobs", "child_job_ids", "new_job_id",
+           "run_jobs"]
 
 logger = logging.getLogger("ldp.aggregators")
 
@@ -78,6 +82,10 @@ REPORT_INIT_OVERHEAD = 64
 """Bytes a report's entry in a job may take beyond its DAP bytes (module docstring; the entry's length prefixes)."""
 RETRY_BASE = 30.0
 """Seconds before a job's second attempt; each next waits twice as long, at most an hour."""
+DEFAULT_JOBS_IN_FLIGHT = 2
+"""Jobs with the helper at once (module docstring): two keep both of a 2-core machine's cores busy."""
+MAX_JOBS_IN_FLIGHT = 64
+"""The most jobs in flight a leader takes (each holds a job's reports in memory, up to ``job_bytes``)."""
 DISAGREED = "helper_disagreed"
 """The code of a report alone in a job whose answer the leader cannot use (module docstring)."""
 
@@ -91,6 +99,7 @@ class Leader(Protocol):
     job_size: int
     job_bytes: int
     max_job_attempts: int
+    jobs_in_flight: int
     replica: str | None
     job_lease: float
     state_lock: threading.Lock
@@ -154,18 +163,24 @@ def run_jobs(leader: Leader, state: LeaderTaskState, window: int | None, *, forc
         w = state.task.window(stored.report.time)
         if window is None or w == window:
             by_window.setdefault(w, []).append((rid, len(stored.body)))
-    # each job's first step (its shares opened, its preparation started: nothing sent or recorded) runs one job
-    # ahead, while the job before it is with the helper: the leader's work fills the cores the helper's Python
-    # leaves idle (issue 86, item 2)
-    with ThreadPoolExecutor(1, thread_name_prefix="ldp-job-ahead") as ahead:
-        for w, sizes in sorted(by_window.items()):
-            chunks = plan_jobs(sizes, leader.job_size, leader.job_bytes)
-            following = ahead.submit(open_job, leader, state, w, chunks[0]) if chunks else None
-            for i, chunk in enumerate(chunks):
-                job_id = _plan(leader, state, w, chunk)
-                this, following = following, (ahead.submit(open_job, leader, state, w, chunks[i + 1])
-                                              if i + 1 < len(chunks) else None)
-                totals.update(_attempt(leader, state, job_id, w, chunk, force, this))
+    # up to jobs_in_flight jobs, each of its own reports, with the helper at once: one job's Python (its messages,
+    # checks and records, under the GIL) runs while another's batch calls (the GIL released) fill the cores
+    # (issue 86, item 2). The first error stops the planning; the jobs in flight finish, then it is raised.
+    with ThreadPoolExecutor(leader.jobs_in_flight, thread_name_prefix="ldp-job") as pool:
+        flying: set[Future[Counter[str]]] = set()
+        try:
+            for w, sizes in sorted(by_window.items()):
+                for chunk in plan_jobs(sizes, leader.job_size, leader.job_bytes):
+                    while len(flying) >= leader.jobs_in_flight:
+                        done, flying = wait(flying, return_when=FIRST_COMPLETED)
+                        for job in done:
+                            totals.update(job.result())
+                    job_id = _plan(leader, state, w, chunk)
+                    flying.add(pool.submit(_attempt, leader, state, job_id, w, chunk, force))
+        finally:
+            finished, _ = wait(flying)
+        for job in finished:
+            totals.update(job.result())
     return totals
 
 
@@ -182,8 +197,8 @@ def _plan(leader: Leader, state: LeaderTaskState, window: int, report_ids: list[
 
 
 def _attempt(leader: Leader, state: LeaderTaskState, job_id: str, window: int, report_ids: list[bytes],
-             force: bool, ahead: Future[OpenedJob] | None = None) -> Counter[str]:
-    """One attempt of a job, if due (module docstring); counts. ``ahead``: its first step, running ahead."""
+             force: bool) -> Counter[str]:
+    """One attempt of a job, if due (module docstring); counts."""
     records, now = state.records, leader.clock()
     if job_id in records.abandoned:  # the leader was killed between asking the helper to abandon it and splitting
         return _abandon_and_split(leader, state, job_id, window, report_ids, "abandoned before a restart")
@@ -200,7 +215,7 @@ def _attempt(leader: Leader, state: LeaderTaskState, job_id: str, window: int, r
     if records.attempt(job_id, now) is None:
         return Counter(held=1)  # another replica claimed this attempt first: it holds the job
     try:
-        return _send(leader, state, job_id, window, report_ids, ahead.result() if ahead is not None else None)
+        return _send(leader, state, job_id, window, report_ids)
     except AggregatorError as exc:
         state.failures[job_id] = f"{exc.code}: {exc}"
         raise
@@ -221,7 +236,7 @@ class OpenedJob:
 
 def open_job(leader: Leader, state: LeaderTaskState, window: int, report_ids: list[bytes]) -> OpenedJob:
     """A job's reports read, each share opened (unless kept from the door) and its preparation started in one call
-    (the GIL released); nothing sent, nothing recorded, so it may run ahead of the job before it (:func:`run_jobs`)."""
+    (the GIL released); nothing sent, nothing recorded."""
     task, records, vdaf = state.task, state.records, state.vdaf
     refused: dict[bytes, str] = {}
     todo: list[StoredReport] = []
@@ -249,13 +264,11 @@ def open_job(leader: Leader, state: LeaderTaskState, window: int, report_ids: li
     return OpenedJob(list(report_ids), refused, states, inits, body)
 
 
-def _send(leader: Leader, state: LeaderTaskState, job_id: str, window: int, report_ids: list[bytes],
-          opened: OpenedJob | None = None) -> Counter[str]:
-    """Prepare a job with the helper (module docstring): finished, split, or an error that stops the run. Its first
-    step is ``opened`` when it ran ahead (for these reports), else run here."""
+def _send(leader: Leader, state: LeaderTaskState, job_id: str, window: int, report_ids: list[bytes]
+          ) -> Counter[str]:
+    """Prepare a job with the helper (module docstring): finished, split, or an error that stops the run."""
     task, records, vdaf = state.task, state.records, state.vdaf
-    if opened is None or opened.report_ids != report_ids:
-        opened = open_job(leader, state, window, report_ids)
+    opened = open_job(leader, state, window, report_ids)
     refused, states, inits = opened.refused, opened.states, opened.inits
     share = vdaf.aggregate_init()
     accepted: list[bytes] = []

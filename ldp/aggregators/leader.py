@@ -31,7 +31,14 @@ from ldp._moved import renamed_method
 from ldp.aggregators.aggregator import Aggregator
 from ldp.aggregators.codec import Interval
 from ldp.aggregators.commit import GroupCommit
-from ldp.aggregators.jobs import DEFAULT_JOB_BYTES, DEFAULT_MAX_JOB_ATTEMPTS, MAX_JOB_BYTES, run_jobs
+from ldp.aggregators.jobs import (
+    DEFAULT_JOB_BYTES,
+    DEFAULT_JOBS_IN_FLIGHT,
+    DEFAULT_MAX_JOB_ATTEMPTS,
+    MAX_JOB_BYTES,
+    MAX_JOBS_IN_FLIGHT,
+    run_jobs,
+)
 from ldp.aggregators.leader_door import CLOCK_TOLERANCE, DEFAULT_REPORT_EXPIRY, LeaderDoor
 from ldp.aggregators.messages import (
     MAX_JOB_REPORTS,
@@ -76,7 +83,8 @@ class Leader(Aggregator[LeaderTaskState], LeaderDoor):
     def __init__(self, tasks: Iterable[Task], store: Any, keypair: Any, verify_keys: Any, helper: HelperPeer, *,
                  job_size: int = DEFAULT_JOB_SIZE, report_expiry: int = DEFAULT_REPORT_EXPIRY,
                  job_bytes: int = DEFAULT_JOB_BYTES, max_job_attempts: int = DEFAULT_MAX_JOB_ATTEMPTS,
-                 replica: str | None = None, job_lease: float = DEFAULT_JOB_LEASE, **options: Any) -> None:
+                 replica: str | None = None, job_lease: float = DEFAULT_JOB_LEASE,
+                 jobs_in_flight: int = DEFAULT_JOBS_IN_FLIGHT, **options: Any) -> None:
         if not 1 <= job_size <= MAX_JOB_REPORTS:
             raise ValueError(f"job_size must be in [1, {MAX_JOB_REPORTS}], got {job_size}")
         if not 2 ** 16 <= job_bytes <= MAX_JOB_BYTES:
@@ -84,6 +92,9 @@ class Leader(Aggregator[LeaderTaskState], LeaderDoor):
         if max_job_attempts < 1:
             raise ValueError(f"max_job_attempts must be at least 1, got {max_job_attempts}")
         self.job_bytes, self.max_job_attempts = job_bytes, max_job_attempts
+        if not 1 <= jobs_in_flight <= MAX_JOBS_IN_FLIGHT:
+            raise ValueError(f"jobs_in_flight must be in [1, {MAX_JOBS_IN_FLIGHT}], got {jobs_in_flight}")
+        self.jobs_in_flight = jobs_in_flight
         if report_expiry < 1:
             raise ValueError(f"report_expiry must be at least 1 s, got {report_expiry}")
         self.helper, self.job_size, self.report_expiry = helper, job_size, report_expiry

@@ -35,12 +35,14 @@ an aggregator starts.
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
+import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ldp.aggregators.messages import REPORT_ID_SIZE, xor_checksum
 from ldp.aggregators.sealing import ShareSealer
@@ -105,11 +107,27 @@ class WindowAggregate:
         self.rejected += Counter()  # drop the codes at zero
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _locked(method: Callable[Concatenate[TaskRecords, P], R]) -> Callable[Concatenate[TaskRecords, P], R]:
+    """``method`` run under the records' lock (:attr:`TaskRecords.lock`)."""
+    @functools.wraps(method)
+    def locked(self: TaskRecords, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class TaskRecords:
     """One task's records at one aggregator (module docstring), and the state they give: each window's
-    aggregate, the report IDs already prepared, the windows collected, the refusals by code."""
+    aggregate, the report IDs already prepared, the windows collected, the refusals by code. Every change of that
+    state (a record written or read) is made under :attr:`lock`: the leader's jobs in flight record at once."""
 
     def __init__(self, store: Store, role: str, task: Task, modulus: int, length: int, sealer: ShareSealer) -> None:
+        self.lock = threading.RLock()
         self.store, self.role, self.task, self.sealer = store, role, task, sealer
         self.modulus, self.length = modulus, length
         self.prefix = f"{aggregator_prefix(role)}{task.key}/"
@@ -148,6 +166,7 @@ class TaskRecords:
         self._read_keys: set[str] = set()
         self.refresh()
 
+    @_locked
     def refresh(self) -> int:
         """Apply the records written since the last :meth:`load` or refresh, by this process or another sharing the
         store (a scaled-out leader's drivers, a helper's replicas: docs/scale-out.md): finished jobs, attempts, jobs
@@ -180,6 +199,7 @@ class TaskRecords:
             self.rejected = sum((agg.rejected for agg in self.windows.values()), Counter())
         return len(fresh) + len(collections)
 
+    @_locked
     def released(self, rec: dict[str, Any]) -> None:
         """A release just recorded (or found recorded by another process): kept, and its key known as read."""
         self.collections[int(rec["window"])] = rec
@@ -250,6 +270,7 @@ class TaskRecords:
         """Create ``key`` holding ``rec`` (with the record format); ``False`` if it exists."""
         return self.store.create(key, json.dumps({"format": RECORD_FORMAT, **rec}, sort_keys=True).encode())
 
+    @_locked
     def finish_job(self, job_id: str, window: int, accepted: list[bytes], rejected: dict[bytes, str],
                    share: list[int], **extra: Any) -> dict[str, Any]:
         """Record a finished job and add it to its window (exactly once: the record is created only if absent,
@@ -267,6 +288,7 @@ class TaskRecords:
             self._apply(stored)
         return stored
 
+    @_locked
     def prune(self, now: float, retention: float) -> int:
         """Delete the job records and plans of the windows released at least ``retention`` seconds before ``now``
         (module docstring); the number of objects deleted. A plan whose job never finished is kept."""
@@ -285,6 +307,7 @@ class TaskRecords:
         return deleted
 
     # -- attempts, set aside, abandoned (issue 84, item 2) --------------------------------------------------------
+    @_locked
     def attempt(self, job_id: str, now: float) -> int | None:
         """Record the next attempt of a job (before it is sent); its number, or ``None`` when another process sharing
         the store recorded that attempt first (it holds the job: docs/scale-out.md; the attempts are read again)."""
@@ -297,6 +320,7 @@ class TaskRecords:
         self.attempts[job_id] = (count, now)
         return count
 
+    @_locked
     def set_aside(self, job_id: str, window: int, reason: str, now: float) -> None:
         """Set a job aside with its reason: it is not tried again until put back (:meth:`put_back`)."""
         rec = {"job": job_id, "window": window, "reason": reason, "at": now,
@@ -305,6 +329,7 @@ class TaskRecords:
             rec = self.read(self.extra_key(job_id, "aside"))
         self.aside[job_id] = rec
 
+    @_locked
     def put_back(self, job_id: str) -> None:
         """A job set aside tried again, its attempts counted anew; ``KeyError`` for a job not set aside."""
         self.aside.pop(job_id)
@@ -314,6 +339,7 @@ class TaskRecords:
                 self.store.delete(key)
         self.attempts.pop(job_id, None)
 
+    @_locked
     def abandon(self, job_id: str, reason: str) -> bool:
         """Record a job abandoned (module docstring) and, at the helper, take its share and its reports out;
         ``False`` if it already was."""
@@ -340,6 +366,7 @@ class TaskRecords:
     def window(self, window: int) -> WindowAggregate:
         return self.windows.get(window, WindowAggregate())
 
+    @_locked
     def summary(self) -> dict[str, Any]:
         """The task's counts for the status page: per window, valid reports and refusals; collected windows."""
         windows = {}

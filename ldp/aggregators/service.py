@@ -63,7 +63,7 @@ def build(config: AggregatorConfig, store: Any, *, helper: Any = None) -> Any:
                                                           token_header=config.peer_token_header)
     return Leader(tasks, store, keypair, keys, peer, job_size=config.job_size, report_expiry=config.report_expiry,
                   job_bytes=config.job_bytes, max_job_attempts=config.max_job_attempts, replica=config.replica,
-                  job_lease=config.job_lease, **common)
+                  job_lease=config.job_lease, jobs_in_flight=config.jobs_in_flight, **common)
 
 
 class Aggregating:

@@ -5,9 +5,15 @@ The durable part is the task's records (:class:`~ldp.aggregators.records.TaskRec
 created once in the store); everything else here is rebuilt from the store when an aggregator starts (the leader's
 reports from its chunks), except the leader's door counters, which start again from zero.
 
-The locks are the aggregator's, unchanged by where the state lives: a task's jobs and releases are taken one at a
-time under its :attr:`TaskState.lock` (so that no two jobs take the same report); the leader's door and its jobs
-share :attr:`LeaderTaskState.seen`, ``stored``, ``chunks`` and ``planned`` under the leader's one ``state_lock``
+The locks are the aggregator's, unchanged by where the state lives. At the leader, a task's runs of jobs, its
+releases and put-backs are taken one at a time under its :attr:`TaskState.lock`; within a run, up to
+``jobs_in_flight`` jobs of distinct reports are with the helper at once (:func:`ldp.aggregators.jobs.run_jobs`).
+At the helper, the lock is held to check a job's reports and reserve them (:attr:`TaskState.running`), and again
+to record the job, not while its reports are prepared: two jobs of distinct reports are prepared at once, a job
+whose reports (or ID) another job holds waits for it, and a release or an abandon waits for the jobs it concerns
+(:attr:`TaskState.idle`), so the outcome is always that of some serial order. The records have their own lock
+(:class:`~ldp.aggregators.records.TaskRecords`). The leader's door and its jobs share
+:attr:`LeaderTaskState.seen`, ``stored``, ``chunks`` and ``planned`` under the leader's one ``state_lock``
 (:class:`~ldp.aggregators.leader.Leader`).
 """
 
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +46,18 @@ class TaskState:
     disagreements: dict[int, dict[str, Any]] = field(default_factory=dict)
     """The windows whose release the two sides disagree on (counts or checksums), by window: in memory, shown on
     ``/status`` and logged; cleared when a release of the window succeeds (issue 84, item 4)."""
+    running: dict[str, tuple[int, frozenset[bytes]]] = field(default_factory=dict)
+    """The helper's jobs being prepared (out of :attr:`lock`), by part ID: each one's window and report IDs."""
+    idle: threading.Condition = field(init=False)
+    """Notified (under :attr:`lock`) whenever a job leaves :attr:`running`."""
+
+    def __post_init__(self) -> None:
+        self.idle = threading.Condition(self.lock)
+
+    def wait_while(self, busy: Callable[[], bool]) -> None:
+        """Wait (holding :attr:`lock`, which the wait lets go of) until ``busy()`` is false."""
+        while busy():
+            self.idle.wait()
 
 
 @dataclass(eq=False)

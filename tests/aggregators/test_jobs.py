@@ -295,14 +295,17 @@ def test_the_leaders_job_bounds_retention_and_records_key_come_from_its_config(t
     root = tmp_path / "cfg"
     root.mkdir()
     path = _configs(w, root, 'job_bytes = 1048576\nmax_job_attempts = 4\njob_retention = 600\n'
-                             'records_key = "records.json"\n')
+                             'records_key = "records.json"\njobs_in_flight = 3\n')
     leader = build(load_config(path, "leader"), open_store(root / "store"), helper=w.helper)
     assert (leader.job_bytes, leader.max_job_attempts, leader.job_retention) == (1 << 20, 4, 600.0)
+    assert leader.jobs_in_flight == 3
     assert leader.records_key.config.id == 4 and leader.keypair.config.id == w.leader_key.config.id
     for bad, message in (("job_bytes = 100\n", "job_bytes must be >= 65536"),
                          ("job_bytes = 134217728\n", "job_bytes must be <="),
                          ("max_job_attempts = 0\n", "max_job_attempts must be >= 1"),
-                         ("job_retention = -1\n", "job_retention must be >= 0")):
+                         ("job_retention = -1\n", "job_retention must be >= 0"),
+                         ("jobs_in_flight = 0\n", "jobs_in_flight must be >= 1"),
+                         ("jobs_in_flight = 65\n", "jobs_in_flight must be <= 64")):
         with pytest.raises(ConfigError, match=message):
             load_config(_configs(w, root, bad), "leader")
 
