@@ -5,13 +5,14 @@ One durable write (a store object: a folder's fsyncs, an object store's PUT) cos
 The first submitter that finds no write in progress becomes the writer: it takes everything queued (at most
 ``max_items``), writes it, wakes those submitters with the outcome, and goes on while more is queued. While it
 writes, later submitters queue up, and the next write takes them all: the batch grows with the load, with no timer
-and no wait when the door is quiet. A failed write fails exactly the submitters of that batch.
+and no wait when the door is quiet. A failed write fails exactly the submitters of that batch; a write that returns
+each item's outcome (``None``, or the exception to raise to its submitter) fails those items alone.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 __all__ = ["GroupCommit"]
@@ -30,7 +31,8 @@ class _Slot(Generic[T]):
 class GroupCommit(Generic[T]):
     """Batches of ``write(items)`` calls (module docstring)."""
 
-    def __init__(self, write: Callable[[list[T]], object], *, max_items: int = 2000) -> None:
+    def __init__(self, write: Callable[[list[T]], Sequence[BaseException | None] | None], *,
+                 max_items: int = 2000) -> None:
         if max_items < 1:
             raise ValueError(f"max_items must be at least 1, got {max_items}")
         self.write, self.max_items = write, max_items
@@ -59,11 +61,14 @@ class GroupCommit(Generic[T]):
                 if not batch:
                     self._writing = False
                     return
-            error: BaseException | None = None
+            errors: Sequence[BaseException | None]
             try:
-                self.write([s.item for s in batch])
+                outcomes = self.write([s.item for s in batch])
+                errors = [None] * len(batch) if outcomes is None else outcomes
+                if len(errors) != len(batch):
+                    raise RuntimeError(f"the write gave {len(errors)} outcomes for {len(batch)} items")
             except BaseException as exc:  # noqa: BLE001 (handed to each submitter of the batch, re-raised there)
-                error = exc
-            for s in batch:
+                errors = [exc] * len(batch)
+            for s, error in zip(batch, errors, strict=True):
                 s.error = error
                 s.done.set()

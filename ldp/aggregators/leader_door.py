@@ -90,16 +90,12 @@ class LeaderDoor:
             except AggregatorError as exc:
                 state.door[exc.code] += 1
                 out[i] = exc
-        if taken:
-            refused = self._store_reports(state, taken, raise_replays=False)
-            if refused:
-                index = {item.rid: i for i, item in enumerate(taken)}
-                positions = [i for i, err in enumerate(out) if err is None]
-                for rid in refused:
-                    replay = AggregatorError("this report ID was already uploaded", ReportError.report_replayed.code,
-                                             409)
-                    out[positions[index[rid]]] = replay
-                    state.door[replay.code] += 1
+        if taken:  # each copy of a report uploaded twice at once, but the first, refused (by its own position)
+            positions = [i for i, err in enumerate(out) if err is None]
+            for i, outcome in zip(positions, self._store_reports(state, taken), strict=True):
+                if outcome is not None:
+                    out[i] = outcome
+                    state.door[outcome.code] += 1
         return out
 
     def _check(self, state: LeaderTaskState, body: bytes) -> StoredReport:
@@ -153,21 +149,21 @@ class LeaderDoor:
                                   ReportError.hpke_unknown_config_id.code)
         return report
 
-    def _store_reports(self, state: LeaderTaskState, items: list[StoredReport], raise_replays: bool = True
-                       ) -> list[bytes]:
-        """Write ``items`` as one chunk, each report ID at most once ever: an ID seen before is left out (with
-        ``raise_replays``, :class:`~ldp.errors.AggregatorError` for it after the others are stored); the IDs left
-        out."""
+    def _store_reports(self, state: LeaderTaskState, items: list[StoredReport]) -> list[AggregatorError | None]:
+        """Write ``items`` as one chunk, each report ID at most once ever: a copy of an ID seen before (or earlier in
+        ``items``) is left out. Each item's outcome: ``None`` (stored), or its ``report_replayed`` refusal."""
         fresh: list[StoredReport] = []
-        replays: list[bytes] = []
+        outcomes: list[AggregatorError | None] = []
         seen = state.seen
         with self.state_lock:
             for item in items:
                 if item.rid in seen:
-                    replays.append(item.rid)
+                    outcomes.append(AggregatorError("this report ID was already uploaded",
+                                                    ReportError.report_replayed.code, 409))
                 else:
                     seen.add(item.rid)
                     fresh.append(item)
+                    outcomes.append(None)
         if fresh:
             folder = "reports/" if self.replica is None else f"reports/{self.replica}/"
             key = f"{state.records.prefix}{folder}chunk-{int(self.clock())}-{secrets.token_hex(8)}.reports"
@@ -185,6 +181,4 @@ class LeaderDoor:
                         state.stored[item.rid] = item
                     state.chunks[key] = {item.rid for item in fresh}
                     state.chunks_read.add(key)
-        if replays and raise_replays:
-            raise AggregatorError("this report ID was already uploaded", ReportError.report_replayed.code, 409)
-        return replays
+        return outcomes

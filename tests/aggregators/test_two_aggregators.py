@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 from two_aggregators import T0, WINDOW, forged, handmade_report, prio, world
 
 from ldp.aggregators.codec import Interval
@@ -405,6 +406,27 @@ def test_upload_many_refuses_each_with_its_code_and_stores_the_others_once(tmp_p
         w.leader.upload(w.task.task_id, b)
     assert list(w.collect().sums) == [0, 1, 1, 0]
     assert w.leader.store.list(w.leader.records[w.task.task_id].prefix + "reports/") == []  # consumed: deleted
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(copies=st.lists(st.integers(0, 3), min_size=1, max_size=12))
+def test_upload_many_takes_the_first_copy_of_each_report_and_refuses_every_other(tmp_path: Path,
+                                                                                 copies: list[int]) -> None:
+    """Any batch of copies of four reports (a report up to twelve times; the HTTP front's batch of uploads racing
+    in): each report's first copy is taken, every later one is ``report_replayed``, the door counts each refusal, and
+    the reports are stored once each. (A report three times in one batch was once answered 201 twice.)"""
+    import shutil
+
+    shutil.rmtree(tmp_path / "w", ignore_errors=True)
+    w = world(tmp_path / "w", params={"length": 4}, min_batch_size=1)
+    reports = [w.report(v) for v in range(4)]
+    out = w.leader.upload_many(w.task.task_id, [reports[i] for i in copies])
+    first = {i: copies.index(i) for i in set(copies)}
+    assert [None if e is None else e.code for e in out] == [
+        None if first[i] == pos else "report_replayed" for pos, i in enumerate(copies)]
+    refused = len(copies) - len(first)
+    assert w.leader.status()["tasks"][0]["refused_at_upload"] == ({"report_replayed": refused} if refused else {})
+    assert list(w.collect().sums) == [int(v in first) for v in range(4)]
 
 
 def test_concurrent_uploads_are_written_together_each_once(tmp_path: Path) -> None:
