@@ -227,7 +227,6 @@ class OpenedJob:
     refuses at once, its Prio3 states, its ``AggregationJobInitReq``'s reports and the request's bytes (empty when
     no report is left to send)."""
 
-    report_ids: list[bytes]
     refused: dict[bytes, str]
     states: dict[bytes, Any]
     inits: list[PrepareInit]
@@ -261,7 +260,7 @@ def open_job(leader: Leader, state: LeaderTaskState, window: int, report_ids: li
         inits.append(PrepareInit(ReportShare(stored.rid, report.time, report.public_share, report.helper_ciphertext),
                                  initialize(prep_share)))
     body = AggregationJobInitReq(tuple(inits)).to_bytes() if inits else b""
-    return OpenedJob(list(report_ids), refused, states, inits, body)
+    return OpenedJob(refused, states, inits, body)
 
 
 def _send(leader: Leader, state: LeaderTaskState, job_id: str, window: int, report_ids: list[bytes]
