@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from ldp.aggregators.config import AggregatorConfig, load_keypair
-from ldp.errors import AggregatorError, StorageError
+from ldp.errors import AggregatorError, ConfigError, StorageError
 
 __all__ = ["build", "create_service", "serve", "Aggregating"]
 
@@ -52,6 +52,7 @@ def build(config: AggregatorConfig, store: Any, *, helper: Any = None) -> Any:
     from ldp.aggregators.leader import Leader
 
     keypair = load_keypair(config.hpke_key)
+    check_device_configs(config, keypair.config.to_bytes())
     records_key = None if config.records_key is None else load_keypair(config.records_key, "records_key")
     tasks = [e.task for e in config.tasks]
     keys = {e.task.task_id: e.verify_key for e in config.tasks}
@@ -64,6 +65,19 @@ def build(config: AggregatorConfig, store: Any, *, helper: Any = None) -> Any:
     return Leader(tasks, store, keypair, keys, peer, job_size=config.job_size, report_expiry=config.report_expiry,
                   job_bytes=config.job_bytes, max_job_attempts=config.max_job_attempts, replica=config.replica,
                   job_lease=config.job_lease, jobs_in_flight=config.jobs_in_flight, **common)
+
+
+def check_device_configs(config: AggregatorConfig, mine: bytes) -> None:
+    """Refuse to start (:class:`~ldp.errors.ConfigError`) when a task file names, for this aggregator's role, an HPKE
+    config other than its own key's ``mine``: its devices would seal shares that this aggregator cannot open."""
+    index = 0 if config.role == "leader" else 1
+    for entry in config.tasks:
+        configs = entry.task.hpke_configs
+        if configs is not None and configs[index] != mine:
+            raise ConfigError(f"task {entry.task.id_text} ({entry.task.app}/{entry.task.metric}): its hpke_configs."
+                              f"{config.role} is not this {config.role}'s key's config ({config.hpke_key}): devices "
+                              "would seal to another key; write the task again with this key's config "
+                              f"(ldp collect task --{config.role}-config, as `ldp serve keygen` printed it)")
 
 
 class Aggregating:

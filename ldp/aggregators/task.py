@@ -26,9 +26,13 @@ they share, each one's HPKE private key, their tokens) live in each aggregator's
 * ``noise``: what each aggregator adds to its aggregate share (:class:`Noise`), each share's noise alone enough for
   the stated central guarantee against the collector; ``central``: the optional central target over releases
   (both aggregators refuse a release beyond it).
+* ``hpke_configs``: the leader's and the helper's public HPKE configs (DAP's ``HpkeConfig`` encoding), which a
+  device seals each input share to (:mod:`ldp.client.dap`); optional (a device given none cannot record the
+  metric), and when present each aggregator checks at start that its own key's config is the task's, so that a
+  device never seals to a stale key.
 * ``reports_per_window``: the most reports of the metric one device sends in a window, k (the spec's
-  ``budget.per_window`` over the per-report cost: :func:`ldp.spec.cli.reports_per_window`; ``None``: the spec caps
-  none, and the guarantee assumes one). Each release is then also stated for a device's k reports
+  ``budget.per_window`` over the per-report cost: :meth:`~ldp.spec.CollectionSpec.reports_per_window`; ``None``:
+  the spec caps none, and the guarantee assumes one). Each release is then also stated for a device's k reports
   (:func:`ldp.aggregators.release.device_cost`: k·ε for Laplace, k²·ρ zCDP for the Gaussian), and the budget check
   uses it.
 """
@@ -62,6 +66,9 @@ no context string: a report is bound to its task by the HPKE associated data alo
 length)."""
 MAX_WINDOW_SECONDS = 366 * 86400
 MAX_BATCH_SIZE = 10 ** 9
+MAX_HPKE_CONFIG = 1 + 6 + 2 + 133
+"""Bytes of an encoded ``HpkeConfig`` at most: its id, its suite's three ids, and its public key with the key's
+length prefix (133 bytes for P-521's, the longest)."""
 CHUNKED = ("Prio3SumVec", "Prio3Histogram")
 """The Prio3 types whose proof takes a ``chunk_length``."""
 
@@ -194,6 +201,8 @@ class Task:
     """The most reports one device sends in a window (k; ``None``: uncapped by the spec, one assumed)."""
     vdaf_draft: int = 18
     """The VDAF draft the devices and both aggregators speak (:data:`VDAF_DRAFTS`)."""
+    hpke_configs: tuple[bytes, bytes] | None = None
+    """The leader's and the helper's ``HpkeConfig`` (encoded), which devices seal to; ``None``: not in the file."""
 
     def __post_init__(self) -> None:
         if self.vdaf_draft not in VDAF_DRAFTS or isinstance(self.vdaf_draft, bool):
@@ -227,6 +236,11 @@ class Task:
         if self.window_seconds % self.time_precision:
             raise ValueError(f"time_precision ({self.time_precision}) must divide window_seconds "
                              f"({self.window_seconds}): a rounded time stays in its window")
+        configs = self.hpke_configs
+        if configs is not None and not (isinstance(configs, tuple) and len(configs) == 2 and all(
+                isinstance(c, bytes) and 0 < len(c) <= MAX_HPKE_CONFIG for c in configs)):
+            raise ValueError(f"hpke_configs must be the leader's and the helper's encoded HpkeConfig (1 to "
+                             f"{MAX_HPKE_CONFIG} bytes each)")
         for name, url in (("leader_url", self.leader_url), ("helper_url", self.helper_url)):
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise ValueError(f"{name} must be an http(s) URL, got {url!r}")
@@ -310,6 +324,8 @@ class Task:
             out["labels"] = list(self.labels)
         if self.reports_per_window is not None:
             out["reports_per_window"] = self.reports_per_window
+        if self.hpke_configs is not None:
+            out["hpke_configs"] = {"leader": b64(self.hpke_configs[0]), "helper": b64(self.hpke_configs[1])}
         return out
 
     @classmethod
@@ -319,7 +335,7 @@ class Task:
             raise ValueError(f"not an {TASK_FORMAT} task document")
         known = {"format", "task_id", "app", "metric", "vdaf", "window_seconds", "time_precision", "min_batch_size",
                  "noise", "leader_url", "helper_url", "collector_hpke_config", "local", "central",
-                 "spec_fingerprint", "labels", "reports_per_window"}
+                 "spec_fingerprint", "labels", "reports_per_window", "hpke_configs"}
         if unknown := sorted(set(data) - known):
             raise ValueError(f"unknown task fields: {', '.join(unknown)}")
         try:
@@ -336,7 +352,8 @@ class Task:
                        local=data.get("local"), central=None if central is None else PrivacyCost.from_dict(central),
                        spec_fingerprint=str(data.get("spec_fingerprint", "")),
                        labels=None if data.get("labels") is None else tuple(str(x) for x in data["labels"]),
-                       reports_per_window=data.get("reports_per_window"), vdaf_draft=draft)
+                       reports_per_window=data.get("reports_per_window"), vdaf_draft=draft,
+                       hpke_configs=_hpke_configs(data.get("hpke_configs")))
         except KeyError as exc:
             raise ValueError(f"the task document lacks {exc}") from None
         except TypeError as exc:
@@ -359,13 +376,13 @@ class Task:
     @classmethod
     def for_metric(cls, spec: Any, metric: str, *, leader_url: str, helper_url: str, collector_hpke_config: bytes,
                    min_batch_size: int, noise: Noise, local: bool | None = None, time_precision: int | None = None,
-                   task_id: bytes | None = None, vdaf_draft: int = 18) -> Task:
+                   task_id: bytes | None = None, vdaf_draft: int = 18,
+                   hpke_configs: tuple[bytes, bytes] | None = None) -> Task:
         """The task of ``metric`` in the collection ``spec``: its Prio3 type from the protocol's fit (with its chunk
         length, :func:`chunk_length`), its window, its central target, the reports a device sends per window
-        (:func:`ldp.spec.cli.reports_per_window`); ``local`` (default: the spec's trust model) whether devices
-        randomize first; ``vdaf_draft`` the VDAF draft (:data:`VDAF_DRAFTS`)."""
-        from ldp.spec.cli import reports_per_window
-
+        (:meth:`~ldp.spec.CollectionSpec.reports_per_window`); ``local`` (default: the spec's trust model) whether
+        devices randomize first; ``vdaf_draft`` the VDAF draft (:data:`VDAF_DRAFTS`); ``hpke_configs`` the leader's
+        and the helper's public configs, for devices."""
         m = spec.metric(metric)
         fit = m.params.prio3_fit()
         if fit is None:
@@ -386,7 +403,17 @@ class Task:
                    central=None if target is None else PrivacyCost(target.epsilon, target.delta),
                    spec_fingerprint=spec.fingerprint,
                    labels=None if getattr(m.params, "labels", None) is None else tuple(m.params.labels),
-                   reports_per_window=reports_per_window(spec, metric), vdaf_draft=vdaf_draft)
+                   reports_per_window=spec.reports_per_window(metric), vdaf_draft=vdaf_draft,
+                   hpke_configs=hpke_configs)
+
+
+def _hpke_configs(value: Any) -> tuple[bytes, bytes] | None:
+    """The file's ``hpke_configs`` object (``{"leader": B64, "helper": B64}``) as bytes, ``None`` when absent."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"leader", "helper"}:
+        raise ValueError(f"hpke_configs must be an object of the leader's and the helper's config, got {value!r}")
+    return (unb64(value["leader"], None, "hpke_configs.leader"), unb64(value["helper"], None, "hpke_configs.helper"))
 
 
 def chunk_length(vdaf: str, params: dict[str, int], draft: int = 18) -> int:

@@ -54,6 +54,10 @@ def register(subparsers: Any) -> None:
                                                              "taken)")
     key.add_argument("--collector-config", metavar="BASE64URL", help="task: the collector's public HPKE config, "
                                                                      "as `ldp collect keygen` printed it")
+    for role in ("leader", "helper"):
+        p.add_argument(f"--{role}-config", metavar="BASE64URL", help=f"task: the {role}'s public HPKE config, as "
+                       "`ldp serve keygen` printed it, which devices seal to (both or neither; a device's client needs "
+                       "them: docs/two-aggregators.md)")
     p.add_argument("--min-batch-size", type=number(int, 1, 10 ** 9), help="task: the fewest valid reports a "
                    "window is released with")
     p.add_argument("--noise", default="laplace:1", help="task: each aggregator's noise: none, laplace:EPS or "
@@ -127,6 +131,7 @@ def _task(args: argparse.Namespace) -> int:
         config = load_keypair(Path(args.collector_key)).config.to_bytes()
     else:
         raise ValueError("--collector-key FILE or --collector-config BASE64URL required")
+    devices = _aggregator_configs(args)
     spec = CollectionSpec.load(args.spec)
     if args.metric not in spec.metrics:
         raise ValueError(f"--metric: spec {spec.name!r} has no metric {args.metric!r}; its metrics: "
@@ -134,7 +139,7 @@ def _task(args: argparse.Namespace) -> int:
     task = Task.for_metric(spec, args.metric, leader_url=args.leader, helper_url=args.helper,
                            collector_hpke_config=config, min_batch_size=args.min_batch_size,
                            noise=Noise.parse(args.noise), local=args.local, time_precision=args.time_precision,
-                           vdaf_draft=int(args.vdaf))
+                           vdaf_draft=int(args.vdaf), hpke_configs=devices)
     out = Path(args.out)
     if out.exists():
         raise ValueError(f"{out} exists: a task is never overwritten (its ID is the devices' and the aggregators')")
@@ -149,6 +154,24 @@ def _task(args: argparse.Namespace) -> int:
         write_secret(Path(args.verify_key), b64(secrets.token_bytes(task.prio3().verify_key_size)) + "\n")
         output(f"wrote {args.verify_key} (mode 0600): give it to both aggregators, and to no one else")
     return 0
+
+
+def _aggregator_configs(args: argparse.Namespace) -> tuple[bytes, bytes] | None:
+    """``--leader-config`` and ``--helper-config``, each decoded (and re-encoded) by the binding; ``None`` for
+    neither."""
+    given = [args.leader_config, args.helper_config]
+    if given == [None, None]:
+        return None
+    if None in given:
+        raise ValueError("--leader-config and --helper-config go together: a device seals to both")
+    from ldp import prio
+    from ldp.aggregators.task import unb64
+
+    leader, helper = (prio.HpkeConfig.from_bytes(unb64(text, None, f"--{role}-config")).to_bytes()
+                      for text, role in zip(given, ("leader", "helper"), strict=True))
+    if leader == helper:
+        raise ValueError("--leader-config and --helper-config are the same config: each aggregator has its own key")
+    return leader, helper
 
 
 def _collect(args: argparse.Namespace) -> int:

@@ -7,7 +7,12 @@ lines, nothing before ``upload.min_interval_seconds`` have passed since the last
 :meth:`ClientOutbox.acknowledge` deletes delivered lines and counts them per metric in ``ldp_client_uploads``.
 For the uploader (:mod:`ldp.client.uploader`), a batch is pinned in ``ldp_client_batch`` with its id
 (:func:`~ldp.client.uploader.batch_id`, keyed by the device's random batch salt) before it is first sent, so a
-retry, a crash or a lost answer resends the same lines under the same id. Standard library only.
+retry, a crash or a lost answer resends the same lines under the same id.
+
+**Two lanes.** The reports of two-aggregator metrics (``dap_metrics``: :mod:`ldp.client.dap`) wait in the same
+table, charged and capped alike, but go to their task's leader one by one (:mod:`ldp.client.dap_upload`), not to the
+ingest service: :meth:`ClientOutbox.pending`, the batches and the upload interval are the ingest lane's only, and
+:meth:`ClientOutbox.dap_pending` reads the other. Standard library only.
 """
 
 from __future__ import annotations
@@ -41,8 +46,11 @@ class ClientOutbox:
     of :class:`~ldp.client.TelemetryClient` of the same names."""
 
     def __init__(self, ledger: BudgetLedger, state: StateFile, policy: UploadPolicy,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], dap_metrics: frozenset[str] = frozenset()) -> None:
         self._ledger, self._state, self._policy, self._clock = ledger, state, policy, clock
+        self._dap = sorted(dap_metrics)
+        marks = ",".join("?" * len(self._dap))
+        self._ingest_lane = f"metric NOT IN ({marks})"  # the SQL condition of an ingest lane row (parameters _dap)
 
     def put(self, db: sqlite3.Connection, reservation: Reservation, line: str) -> int:
         """Store the envelope ``line`` of a charged report (inside the charge's transaction); its outbox id."""
@@ -82,17 +90,29 @@ class ClientOutbox:
         last = self._last_upload(db)
         if max(check_clock(self._clock()), last) < last + self._policy.min_interval_seconds:
             return []
-        rows = db.execute("SELECT id, line FROM ldp_client_outbox ORDER BY id LIMIT ?", (n,)).fetchall()
+        rows = db.execute(f"SELECT id, line FROM ldp_client_outbox WHERE {self._ingest_lane} ORDER BY id LIMIT ?",
+                          (*self._dap, n)).fetchall()
         return [PendingItem(int(i), line) for i, line in rows]
 
-    def acknowledge(self, ids: list[int]) -> int:
-        """Delete uploaded items; how many were there."""
+    def dap_pending(self, limit: int) -> list[tuple[int, str, str]]:
+        """The oldest ``limit`` reports of the two-aggregator lane: ``(id, metric, line)`` (read only; no upload
+        interval: a device sends at most its cap of them a window)."""
+        if not self._dap:
+            return []
+        with self._state.guard(), self._ledger.transaction() as db:
+            rows = db.execute(f"SELECT id, metric, line FROM ldp_client_outbox WHERE NOT {self._ingest_lane} "
+                              "ORDER BY id LIMIT ?", (*self._dap, limit)).fetchall()
+        return [(int(i), str(metric), str(line)) for i, metric, line in rows]
+
+    def acknowledge(self, ids: list[int], interval: bool = True) -> int:
+        """Delete uploaded items; how many were there. ``interval=False`` (the two-aggregator lane): the ingest
+        lane's upload interval does not start."""
         if any(isinstance(i, bool) or not isinstance(i, int) for i in ids):
             raise TypeError("outbox ids are ints (PendingItem.id)")
         with self._state.guard(), self._ledger.transaction() as db:
-            return self._acknowledge(db, ids)
+            return self._acknowledge(db, ids, interval)
 
-    def _acknowledge(self, db: sqlite3.Connection, ids: list[int]) -> int:
+    def _acknowledge(self, db: sqlite3.Connection, ids: list[int], interval: bool = True) -> int:
         """``acknowledge`` inside the caller's transaction."""
         ids = sorted(set(ids))
         done = 0
@@ -107,16 +127,19 @@ class ClientOutbox:
             db.execute(f"DELETE FROM ldp_client_outbox WHERE id IN ({marks})", chunk)
             db.execute(f"DELETE FROM ldp_client_batch WHERE outbox IN ({marks})", chunk)
         at("acknowledge")
-        if done:
+        if done and interval:
             last = self._last_upload(db)
             db.execute("UPDATE ldp_client_meta SET value=? WHERE key='last_upload'",
                        (repr(max(check_clock(self._clock()), last)),))
         return done
 
-    def has_pending(self) -> bool:
-        """Whether the outbox holds a report not yet acknowledged."""
+    def has_pending(self, lane: str | None = None) -> bool:
+        """Whether the outbox holds a report not yet acknowledged (of ``lane``, ``"ingest"`` or ``"dap"``: of
+        either by default)."""
+        where = {None: "1", "ingest": self._ingest_lane, "dap": f"NOT {self._ingest_lane}"}[lane]
         with self._state.guard(), self._ledger.transaction() as db:
-            return db.execute("SELECT 1 FROM ldp_client_outbox LIMIT 1").fetchone() is not None
+            return db.execute(f"SELECT 1 FROM ldp_client_outbox WHERE {where} LIMIT 1",
+                              () if lane is None else self._dap).fetchone() is not None
 
     # -- upload batches: pinned in the state file (table ldp_client_batch) until acknowledged ----------------
     def next_batch(self, limit: int | None = None) -> tuple[str, list[PendingItem]] | None:

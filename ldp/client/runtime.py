@@ -23,18 +23,19 @@ import logging
 import os
 import secrets
 import sqlite3
-import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ldp.client import consent
+from ldp.client.dap import DapEncoder, device_task
 from ldp.client.outbox import ClientOutbox, PendingItem
 from ldp.client.reserve import Reserve
-from ldp.client.state import STATE_FORMAT, StateFile, at, refuse_orphan_traces, upload_lock
-from ldp.client.uploader import Opener, UploadError, UploadResult, _check, _endpoints, upload
+from ldp.client.state import STATE_FORMAT, StateFile, at, refuse_orphan_traces
+from ldp.client.upload_call import upload_call
+from ldp.client.uploader import Opener, UploadError, UploadResult
 from ldp.encoders.base import Encoder
 from ldp.errors import (
     BudgetExceeded,
@@ -92,7 +93,8 @@ class TelemetryClient:
 
     def __init__(self, spec: CollectionSpec | str | os.PathLike[str], state_path: str | os.PathLike[str], *,
                  clock: Callable[[], float] = time.time, rng: Any = None, timeout: float = 30.0,
-                 simulation: bool = False, max_outbox_bytes: int = DEFAULT_MAX_OUTBOX_BYTES) -> None:
+                 simulation: bool = False, max_outbox_bytes: int = DEFAULT_MAX_OUTBOX_BYTES,
+                 tasks: Mapping[str, Any] | None = None) -> None:
         if not isinstance(simulation, bool):
             raise TypeError(f"simulation must be a bool, got {type(simulation).__name__}")
         if isinstance(max_outbox_bytes, bool) or not isinstance(max_outbox_bytes, int) or max_outbox_bytes < 1:
@@ -107,14 +109,19 @@ class TelemetryClient:
         self._clock = clock
         self._rng = client_source(rng)
         self.simulation = simulation
-        self._encoders: dict[str, Encoder] = {}
+        self._encoders: dict[str, Encoder | DapEncoder] = {}
         s = self.spec
+        dap_metrics = frozenset(n for n, m in s.metrics.items() if m.trust.startswith("two-aggregator"))
+        if unknown := sorted(set(tasks or ()) - dap_metrics):
+            raise ValueError(f"tasks: {', '.join(map(repr, unknown))} is no two-aggregator metric of collection "
+                             f"{s.name!r} (its two-aggregator metrics: {', '.join(sorted(dap_metrics)) or 'none'})")
+        self._tasks = {n: device_task(s, n, source) for n, source in (tasks or {}).items()}
         self._state = StateFile(self.path, s.name)
         self._reserve = Reserve(self.path)  # room for a full disk (ldp.client.reserve)
         try:
             self._ledger = self._reserve.retrying(lambda: BudgetLedger(
                 self.path, total=BudgetPolicy(s.budget.per_window, s.budget.lifetime),
-                metrics={n: BudgetPolicy(m.budget.per_window, m.budget.lifetime) for n, m in s.metrics.items()},
+                metrics={n: BudgetPolicy(s.device_window_cap(n), m.budget.lifetime) for n, m in s.metrics.items()},
                 window_seconds=float(s.window_seconds), clock=clock, timeout=timeout, setup=self._state.setup))
         except StateError:
             raise
@@ -126,22 +133,23 @@ class TelemetryClient:
             warnings.warn(f"{self.path!r} was used by a simulation with seeded randomness: reports recorded in it "
                           "are not private; use a new state file on a real device", SeededRandomnessWarning,
                           stacklevel=2)
-        self._outbox = ClientOutbox(self._ledger, self._state, s.upload, clock)
+        self._outbox = ClientOutbox(self._ledger, self._state, s.upload, clock, dap_metrics)
         logger.debug("opened the state of collection %r (%d metric(s))", s.name, len(s.metrics))
 
     # -- encoders --------------------------------------------------------------------------------
-    def _encoder(self, metric: str) -> Encoder:
+    def _encoder(self, metric: str) -> Encoder | DapEncoder:
         if (enc := self._encoders.get(metric)) is not None:
             return enc
         if metric not in self.spec.metrics:
             raise ValueError(f"no metric {metric!r} in collection {self.spec.name!r} "
                              f"(metrics: {', '.join(self.spec.metrics)})")
-        if (trust := self.spec.metric(metric).trust).startswith("two-aggregator"):
+        trust = self.spec.metric(metric).trust
+        if trust.startswith("two-aggregator") and metric not in self._tasks:
             raise RefusalValueError(
-                f"metric {metric!r} is collected in the two-aggregator mode (trust {trust!r}): its value is secret-"
-                "shared between two aggregators, never sent randomized to one collector; this client does not build "
-                "those reports yet (the native client's ldp_client::dap does)", "trust_model", metric=metric,
-                trust=trust)
+                f"metric {metric!r} is collected in the two-aggregator mode (trust {trust!r}): its reports are sealed "
+                "to its task's aggregators, and no task was given for it: TelemetryClient(..., tasks={metric: "
+                "'its.task.json'}), the file `ldp collect task --leader-config ... --helper-config ...` wrote",
+                "trust_model", metric=metric, trust=trust)
         params = self.spec.params(metric)
         encoder_type = client_protocols()[params.protocol][1]
         extra: dict[str, Any] = {}
@@ -150,8 +158,9 @@ class TelemetryClient:
         if encoder_type.needs_secret:  # memoized responses: the metric's secret
             extra["secret"] = self._state.metric_secret(metric)
         enc = encoder_type(params, rng=self._rng, simulation=self.simulation, **extra)
-        self._encoders[metric] = enc
-        return enc
+        out = DapEncoder(self.spec, metric, self._tasks[metric], enc) if metric in self._tasks else enc
+        self._encoders[metric] = out
+        return out
 
     def _cohort(self, metric: str, fingerprint: str, cohorts: int) -> int:
         """The metric's cohort under the parameters of ``fingerprint``: drawn once (CSPRNG, uniform in
@@ -244,13 +253,16 @@ class TelemetryClient:
         logger.debug("recorded %d report(s) in one batch", len(ids))
         return ids
 
-    def _store(self, db: sqlite3.Connection, spec_fp: str, enc: Encoder, prepared: Any, reservation: Reservation,
-               room: list[int], index: int | None = None) -> int:
-        """Randomize a charged report and put its envelope in the outbox (inside the charge's transaction), or
-        raise :class:`OutboxFull` when ``room`` (``[bytes pending]``, counted up) leaves none for it."""
+    def _store(self, db: sqlite3.Connection, spec_fp: str, enc: Encoder | DapEncoder, prepared: Any,
+               reservation: Reservation, room: list[int], index: int | None = None) -> int:
+        """Randomize a charged report and put its envelope (or sealed DAP report) in the outbox (inside the charge's
+        transaction), or raise :class:`OutboxFull` when ``room`` (``[bytes pending]``, counted up) leaves none."""
         at("charged")
-        line = Envelope(spec_fp, reservation.metric, reservation.window,
-                        enc.randomize_charged(prepared, reservation)).to_json()
+        if isinstance(enc, DapEncoder):
+            line = enc.line(prepared, self._clock(), reservation.window)
+        else:
+            line = Envelope(spec_fp, reservation.metric, reservation.window,
+                            enc.randomize_charged(prepared, reservation)).to_json()
         at("randomized")
         need = len(line.encode("utf-8")) + 1
         if room[0] + need > self.max_outbox_bytes:
@@ -336,12 +348,14 @@ class TelemetryClient:
         """Whether the outbox holds a report not yet acknowledged."""
         return self._outbox.has_pending()
 
-    def upload(self, url: str | Sequence[str], token: str, *, timeout: float = 30.0,
+    def upload(self, url: str | Sequence[str] | None = None, token: str | None = None, *, timeout: float = 30.0,
                call_timeout: float | None = None, max_attempts: int = 8, gzip: bool = True,
                max_delay: float = 300.0, opener: Opener | None = None, sleep: Callable[[float], None] = time.sleep,
                clock: Callable[[], float] | None = None) -> UploadResult:
-        """Upload the outbox to an ``ldp serve`` ingest service (``POST url``, bearer ``token``) until it is
-        empty, the upload interval stops it or ``call_timeout`` seconds have passed; return what was done.
+        """Upload the outbox until it is empty, the upload interval stops it or ``call_timeout`` seconds have
+        passed; return what was done: first each two-aggregator metric's reports, one by one, to its task's leader
+        (:mod:`ldp.client.dap_upload`), then the other reports to an ``ldp serve`` ingest service (``POST url``,
+        bearer ``token``; both may be left out while no such report waits).
 
         ``url`` may be a list of endpoints (the ingest service's replicas): a part that one cannot take now (no answer,
         a connection error, 408, 5xx) goes at once to the next; only when all have failed in a row does the
@@ -357,35 +371,14 @@ class TelemetryClient:
         no limit), after which the rest stays in the outbox (``stopped="deadline"``). ``opener``, ``sleep`` and
         ``clock`` (default: the client's) are for tests. See :mod:`ldp.client.uploader`.
 
-        One upload at a time per state file, enforced: a client is used from one thread only (another thread gets
-        :class:`~ldp.errors.ThreadMisuseError`), and the clients of one state file in this process (one per thread)
-        take turns under a lock kept per file (by its real path). A call that finds another one uploading the file
-        waits for it, at most ``call_timeout`` seconds in all (forever with ``None``), and then uploads what is still
-        pending, so the parts the other call sent are not sent again; if its deadline passes while it waits it
-        returns ``stopped="deadline"`` having sent nothing. A call from inside an upload of the same file in the
-        same thread (an ``opener`` or ``sleep`` calling ``upload``) raises ``RuntimeError``. Processes are not
-        serialized: two processes uploading one file at once may send a pinned part twice (the ingest service stores
-        it once, by its batch id)."""
+        One upload at a time per state file, enforced (:mod:`ldp.client.upload_call`): a client is used from one
+        thread only (another thread gets :class:`~ldp.errors.ThreadMisuseError`), and the clients of one state file in
+        this process take turns under a lock kept per file. Processes are not serialized: two processes uploading
+        one file at once may send a pinned part twice (the ingest service stores it once, by its batch id) or a DAP
+        report twice (the leader stores it once, by its report ID)."""
         self._state.check_thread()
-        lock = upload_lock(self.path)
-        if lock.owner == threading.get_ident():
-            raise RuntimeError(f"upload of {self.path!r} called while this thread is already uploading it (from the "
-                               "opener or sleep of that upload): one upload at a time per state file")
-        _endpoints(url)  # refuse bad arguments before waiting for the lock
-        _check(token, timeout, call_timeout, max_attempts, max_delay)
-        call_end = None if call_timeout is None else time.monotonic() + call_timeout
-        if not lock.acquire(timeout=-1 if call_timeout is None else call_timeout):
-            logger.info("upload: another upload of this state file ran past this call's deadline; nothing sent")
-            return UploadResult(stopped="deadline", next_upload_at=self._outbox.next_upload_at())
-        lock.owner = threading.get_ident()
-        try:
-            if call_end is not None and (call_timeout := call_end - time.monotonic()) <= 0:
-                return UploadResult(stopped="deadline", next_upload_at=self._outbox.next_upload_at())
-            return upload(self, url, token, timeout=timeout, call_timeout=call_timeout, max_attempts=max_attempts,
-                          gzip=gzip, max_delay=max_delay, opener=opener, sleep=sleep, clock=clock or self._clock)
-        finally:
-            lock.owner = None
-            lock.release()
+        return upload_call(self, url, token, timeout=timeout, call_timeout=call_timeout, max_attempts=max_attempts,
+                           gzip=gzip, max_delay=max_delay, opener=opener, sleep=sleep, clock=clock or self._clock)
 
     # -- transparency ----------------------------------------------------------------------------
     def spent(self, metric: str | None = None, period: str = "window") -> PrivacyCost:

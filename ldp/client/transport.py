@@ -190,10 +190,12 @@ def _read(response: Any, limit: int, deadline: float) -> tuple[bytes, bool]:
     return body[:limit], size > limit
 
 
-def post(opener: Opener, url: str, headers: dict[str, str], body: bytes, deadline: float, limit: int) -> Answer:
-    """``POST body`` to ``url``, ended by ``deadline`` (``time.monotonic``); at most ``limit`` bytes of answer
-    are read. Never raises for what the network or the server does: the :class:`Answer` says it."""
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+def post(opener: Opener, url: str, headers: dict[str, str], body: bytes, deadline: float, limit: int,
+         method: str = "POST") -> Answer:
+    """``POST body`` to ``url`` (or ``method``: a DAP upload is a ``PUT``), ended by ``deadline``
+    (``time.monotonic``); at most ``limit`` bytes of answer are read. Never raises for what the network or the server
+    does: the :class:`Answer` says it."""
+    request = urllib.request.Request(url, data=body, headers=headers, method=method)
     request.ldp_deadline = deadline  # type: ignore[attr-defined]  # read by the deadline handlers
     try:
         timeout = _left(deadline)

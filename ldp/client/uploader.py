@@ -194,6 +194,11 @@ def _endpoints(url: str | Sequence[str]) -> list[str]:
 def _check(token: str, timeout: float, call_timeout: float | None, max_attempts: int, max_delay: float) -> None:
     if not isinstance(token, str) or not token or not token.isascii() or not token.isprintable() or " " in token:
         raise ValueError("upload token must be a non-empty printable ASCII string without spaces")
+    _check_call(timeout, call_timeout, max_attempts, max_delay)
+
+
+def _check_call(timeout: float, call_timeout: float | None, max_attempts: int, max_delay: float) -> None:
+    """The arguments of an upload call but its endpoints and token (``ValueError`` naming the first bad one)."""
     if not _seconds(timeout):
         raise ValueError(f"timeout (seconds for one request, from connecting to the end of its answer) must be a "
                          f"finite number > 0, got {timeout!r}")

@@ -37,7 +37,7 @@ from ldp.jobs.store import write_atomic
 from ldp.pipeline.guarantee import DELTA, over_windows
 from ldp.privacy.target import MetricLoss, meets, metric_loss, window_releases
 from ldp.spec import CollectionSpec
-from ldp.spec.cli import lifetime_cap, reports_per_window
+from ldp.spec.cli import lifetime_cap
 
 __all__ = ["STATE_FILE", "STATE_FORMAT", "WITHHELD", "decide", "find_metric", "load_state", "round_down",
            "state_path"]
@@ -171,7 +171,7 @@ def decide(base: Path, specs: Mapping[str, CollectionSpec],
             continue
         spec, m = found
         target = spec.release_for(metric).central
-        loss = metric_loss(m.params, reports_per_window(spec, metric), lifetime_cap(spec, metric))
+        loss = metric_loss(m.params, spec.reports_per_window(metric), lifetime_cap(spec, metric))
         key = f"{metric}.{fp}"
         rec = _metric(old_metrics.get(key) or {}, target, loss, ws, math.floor(now) // spec.window_seconds)
         new_metrics[key] = rec

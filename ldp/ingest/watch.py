@@ -31,7 +31,6 @@ from ldp.jobs.job import JobSummary, fold_files, spec_index
 from ldp.jobs.store import write_atomic
 from ldp.pipeline.amplification import segment_counts, shuffle_entry, window_segments
 from ldp.spec import CollectionSpec
-from ldp.spec.cli import reports_per_window
 from ldp.storage.roles import Role, analyst_role
 
 if TYPE_CHECKING:
@@ -160,7 +159,7 @@ def _shuffle(index: Mapping[str, CollectionSpec], counts: Mapping[tuple[str, str
     if found is None:
         return None
     spec, m = found
-    return shuffle_entry(m.params, counts.get((metric, fp), []), reports_per_window(spec, metric),
+    return shuffle_entry(m.params, counts.get((metric, fp), []), spec.reports_per_window(metric),
                          by_window.get((metric, fp)))
 
 

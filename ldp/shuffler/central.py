@@ -17,7 +17,6 @@ from typing import Any
 
 from ldp.pipeline.guarantee import DELTA, window_guarantee
 from ldp.spec import CollectionSpec
-from ldp.spec.cli import reports_per_window
 
 __all__ = ["window_guarantees", "shortfall"]
 
@@ -52,7 +51,7 @@ def window_guarantees(windows: Mapping[str, Mapping[str, Any]], specs: Mapping[s
             if spec is None or name not in spec.metrics:
                 per[key] = {"metric": name, "n": n, "central": None, "note": "not a metric of the specs given"}
                 continue
-            params, k = spec.metric(name).params, reports_per_window(spec, name)
+            params, k = spec.metric(name).params, spec.reports_per_window(name)
             g = window_guarantee(params, int(n), DELTA, k or 1)
             per[key] = {"metric": name, "n": n, "epsilon0": params.privacy_cost.epsilon, "reports_per_window": k,
                         "central": None if g is None else g.to_dict()}

@@ -8,11 +8,11 @@ when it is ready and every chunk holding it is consumed, so it is mixed whole.
 its segment (:mod:`ldp.shuffler.central`), so a threshold is judged per (window, metric), each metric against its own
 (:class:`Thresholds`: its spec's ``release.min_reports``, at least the run's floor ``--min-reports``). It counts
 **devices**, not reports: a device may send up to ``k`` reports of a metric in a window — the per-window cap its
-ledger enforces over the metric's per-report cost (:func:`ldp.spec.cli.reports_per_window`) — so ``n`` reports come
-from at least ``ceil(n / k)`` devices, and that lower bound is what must reach the threshold. A metric whose spec was
-not given has no known ``k``: its reports count as one device at most (released only under a threshold of 1), and
-without a floor it has no threshold at all and is withheld. docs/shuffling.md argues the design, and what a device
-that ignores its cap can do to the count.
+ledger enforces over the metric's per-report cost (:meth:`~ldp.spec.CollectionSpec.reports_per_window`) — so ``n``
+reports come from at least ``ceil(n / k)`` devices, and that lower bound is what must reach the threshold. A metric
+whose spec was not given has no known ``k``: its reports count as one device at most (released only under a
+threshold of 1), and without a floor it has no threshold at all and is withheld. docs/shuffling.md argues the design,
+and what a device that ignores its cap can do to the count.
 
 * a metric below its threshold in a released window is **withheld on its own**: its lines are written to no
   segment, its device count and threshold recorded (``withheld_metrics``); the window's other metrics are released;
@@ -53,7 +53,6 @@ class Thresholds:
     def __init__(self, specs: Iterable[Any], floor: int | None = None) -> None:
         if floor is not None and (isinstance(floor, bool) or not isinstance(floor, int) or floor < 0):
             raise ValueError(f"min_reports must be an int >= 0, got {floor!r}")
-        from ldp.spec.cli import reports_per_window
 
         self.floor = floor
         self.own: dict[str, int | None] = {}
@@ -63,7 +62,7 @@ class Thresholds:
                 key = f"{spec.fingerprint}/{name}"
                 given = [v for v in (floor, spec.release_for(name).min_reports) if v is not None]
                 self.own[key] = max(given) if given else None
-                self.per_device[key] = reports_per_window(spec, name)
+                self.per_device[key] = spec.reports_per_window(name)
 
     def __call__(self, metric: str) -> int | None:
         return self.own.get(metric, self.floor)

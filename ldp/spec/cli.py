@@ -12,19 +12,8 @@ from ldp.spec.collection import CollectionSpec
 from ldp.spec.otel import otel_lines
 from ldp.spec.schema import MAX_TARGET_WINDOWS, SPEC_VERSION
 
-__all__ = ["summary", "add_spec_arguments", "register", "spec_command", "reports_per_window", "central_lines",
+__all__ = ["summary", "add_spec_arguments", "register", "spec_command", "central_lines",
            "central_json", "over_horizon"]
-
-
-def reports_per_window(spec: CollectionSpec, name: str) -> int | None:
-    """The most reports of metric ``name`` one device can send in a window: its per-window cap (the metric's,
-    else the collection's) over its per-report cost (``None``: no per-window cap)."""
-    m = spec.metric(name)
-    cap = m.budget.per_window or spec.budget.per_window
-    per = m.budget.per_report or m.params.privacy_cost
-    if cap is None or per.epsilon <= 0:
-        return None
-    return max(1, int(cap.epsilon / per.epsilon + 1e-9))
 
 
 def lifetime_cap(spec: CollectionSpec, name: str) -> PrivacyCost | None:
@@ -45,7 +34,7 @@ def central_lines(spec: CollectionSpec, n: int, delta: float, windows: int | Non
 
     lines = [f"shuffled: central guarantee per window against the analyst, {n:,} devices shuffled, δ = {delta:g}"]
     for m in spec.metrics.values():
-        eps0, k = m.params.privacy_cost.epsilon, reports_per_window(spec, m.name)
+        eps0, k = m.params.privacy_cost.epsilon, spec.reports_per_window(m.name)
         g = window_guarantee(m.params, n * k, delta, k) if k is not None else None
         if g is None:
             lines.append(f"  {m.name}: no central bound (" + ("no per-window cap" if k is None else "δ > 0 per report")
@@ -95,7 +84,7 @@ def over_horizon(spec: CollectionSpec, name: str, n: int, delta: float, windows:
                               "over_windows": None, "reason": None, "meets_target": None}
     if horizon is None:
         return out
-    loss = metric_loss(m.params, reports_per_window(spec, name), lifetime_cap(spec, name))
+    loss = metric_loss(m.params, spec.reports_per_window(name), lifetime_cap(spec, name))
     at = target.delta if target is not None else delta
     if loss.per_report is None or loss.reports is None:  # a per-report figure implies a per-window cap
         out["reason"] = loss.reason
@@ -195,7 +184,7 @@ def central_json(spec: CollectionSpec, n: int, delta: float, windows: int | None
 
     out: dict[str, object] = {}
     for m in spec.metrics.values():
-        k = reports_per_window(spec, m.name)
+        k = spec.reports_per_window(m.name)
         found = window_guarantee(m.params, n * k, delta, k) if k is not None else None
         g = None if found is None else found.to_dict()
         out[m.name] = {"reports_per_window": k, "guarantee": g, **over_horizon(spec, m.name, n, delta, windows)}

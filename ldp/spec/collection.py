@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ldp.privacy.cost import PrivacyCost
 from ldp.reports import ReportError
 from ldp.spec.envelope import Envelope, EnvelopeError
 from ldp.spec.schema import SPEC_VERSION, Budget, MetricSpec, Release, SpecError, UploadPolicy, digest, parse_document
@@ -118,6 +119,36 @@ class CollectionSpec:
     def params(self, name: str) -> Any:
         """The protocol parameters (a ``ProtocolParams``) of metric ``name``."""
         return self.metric(name).params
+
+    def report_charge(self, name: str) -> PrivacyCost:
+        """What the device's ledger is charged for one report of metric ``name`` of a one-report protocol: the
+        protocol's local cost when the device randomizes (``local``, ``shuffle``, ``two-aggregator+local``); for a
+        ``two-aggregator`` metric, whose exact value is secret-shared, the spec's ``budget.per_report``."""
+        m = self.metric(name)
+        return m.budget.per_report or m.params.privacy_cost if m.trust == "two-aggregator" else m.params.privacy_cost
+
+    def reports_per_window(self, name: str) -> int | None:
+        """The most reports of metric ``name`` one device can send in a window: its per-window cap (the metric's,
+        else the collection's) over its per-report cost (``None``: no per-window cap)."""
+        m = self.metric(name)
+        cap = m.budget.per_window or self.budget.per_window
+        per = m.budget.per_report or m.params.privacy_cost
+        if cap is None or per.epsilon <= 0:
+            return None
+        return max(1, int(cap.epsilon / per.epsilon + 1e-9))
+
+    def device_window_cap(self, name: str) -> PrivacyCost | None:
+        """The per-window cap of metric ``name`` on the device's ledger: the spec's for a metric of the local or
+        shuffle model; for a two-aggregator metric, k reports' :meth:`report_charge`, k the task's
+        ``reports_per_window`` (:meth:`reports_per_window`, one when the spec caps none), so that a device sends at
+        most the k reports a window the central guarantee counts (``two-aggregator+local`` charges its local ε,
+        less than ``per_report``: the spec's cap alone would let more through)."""
+        m = self.metric(name)
+        if not m.trust.startswith("two-aggregator"):
+            return m.budget.per_window
+        charge = self.report_charge(name)
+        k = self.reports_per_window(name) or 1
+        return PrivacyCost(charge.epsilon * k, charge.delta * k)
 
     def candidates(self, name: str) -> Path | str | None:
         """Where metric ``name``'s candidate dictionary is: a path resolved against ``base_dir`` (or

@@ -1,7 +1,7 @@
-"""A metric collected in the two-aggregator mode is never recorded by the client's randomizer (its value goes to two
-aggregators, secret-shared, never randomized to one ingest service): refused with ``trust_model``, nothing charged or
-stored; ``local`` and ``shuffle`` record as before. The spec's ``trust`` is checked, fingerprinted when not
-``local``."""
+"""A metric collected in the two-aggregator mode is never recorded for the ingest service (its value goes to two
+aggregators, secret-shared): without its task (tests/client/test_client_dap.py records it with one) it is refused
+with ``trust_model``, nothing charged or stored; ``local`` and ``shuffle`` record as before. The spec's ``trust`` is
+checked, fingerprinted when not ``local``."""
 
 from __future__ import annotations
 

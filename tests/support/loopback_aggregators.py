@@ -90,9 +90,13 @@ class TaskSpec:
 
 class LoopbackAggregators:
     """Two organisations' aggregators and a collector, in folders of their own under ``root``, sharing the tasks
-    ``specs`` names (``self.tasks[name]``: the :class:`Task`; its file ``root/collector/NAME.task.json``)."""
+    ``specs`` names (``self.tasks[name]``: the :class:`Task`; its file ``root/collector/NAME.task.json``, with both
+    aggregators' HPKE configs for devices); with ``collection`` (a collection spec), each task is that of the
+    spec's metric of its name (``ldp collect task``'s), its ``TaskSpec`` giving the draft, precision, batch and
+    noise."""
 
-    def __init__(self, root: Path, specs: dict[str, TaskSpec], *, job_size: int = 500) -> None:
+    def __init__(self, root: Path, specs: dict[str, TaskSpec], *, job_size: int = 500,
+                 collection: Any = None) -> None:
         p = prio()
         from ldp.aggregators.config import save_keypair
 
@@ -107,17 +111,11 @@ class LoopbackAggregators:
         for org, keypair in keys.items():
             save_keypair(root / org / "hpke.json", keypair)
         collector_config = keys["collector"].config.to_bytes()
+        configs = (keys["leader"].config.to_bytes(), keys["helper"].config.to_bytes())
         self.tasks: dict[str, Task] = {}
         entries = ""
         for name, spec in specs.items():
-            params = dict(spec.params)
-            if spec.vdaf in ("Prio3SumVec", "Prio3Histogram") and "chunk_length" not in params:
-                params["chunk_length"] = chunk_length(spec.vdaf, params, spec.draft)
-            task = Task(task_id=secrets.token_bytes(32), app="interop", metric=name, vdaf=spec.vdaf,
-                        vdaf_params=params, window_seconds=spec.window_seconds,
-                        min_batch_size=spec.min_batch_size, noise=spec.noise, leader_url=self.leader_url,
-                        helper_url=self.helper_url, collector_hpke_config=collector_config,
-                        time_precision=spec.time_precision, vdaf_draft=spec.draft)
+            task = self._task(name, spec, collection, collector_config, configs)
             self.tasks[name] = task
             task.save(root / "collector" / f"{name}.task.json")
             verify = b64(secrets.token_bytes(task.prio3().verify_key_size)) + "\n"
@@ -136,6 +134,24 @@ class LoopbackAggregators:
             f'[peer]\nurl = "{self.helper_url}"\ntoken_file = "helper.token"\n'
             f'[collector]\ntoken_sha256 = "{token_sha256(self.collector_token)}"\n' + entries)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def _task(self, name: str, spec: TaskSpec, collection: Any, collector_config: bytes,
+              configs: tuple[bytes, bytes]) -> Task:
+        """Task ``name``: of the metric of that name in ``collection`` (a collection spec: its Prio3 type, window,
+        trust model), else of ``spec``'s Prio3 type; with both aggregators' configs, for devices."""
+        if collection is not None:
+            return Task.for_metric(collection, name, leader_url=self.leader_url, helper_url=self.helper_url,
+                                   collector_hpke_config=collector_config, min_batch_size=spec.min_batch_size,
+                                   noise=spec.noise, time_precision=spec.time_precision, vdaf_draft=spec.draft,
+                                   hpke_configs=configs)
+        params = dict(spec.params)
+        if spec.vdaf in ("Prio3SumVec", "Prio3Histogram") and "chunk_length" not in params:
+            params["chunk_length"] = chunk_length(spec.vdaf, params, spec.draft)
+        return Task(task_id=secrets.token_bytes(32), app="interop", metric=name, vdaf=spec.vdaf,
+                    vdaf_params=params, window_seconds=spec.window_seconds, min_batch_size=spec.min_batch_size,
+                    noise=spec.noise, leader_url=self.leader_url, helper_url=self.helper_url,
+                    collector_hpke_config=collector_config, time_precision=spec.time_precision,
+                    vdaf_draft=spec.draft, hpke_configs=configs)
 
     # -- the processes ----------------------------------------------------------------------------------------
     def start(self, role: str) -> None:
