@@ -40,13 +40,15 @@
 //! from the caller, for tests only.
 //!
 //! Layout: the aggregators and the draft's constants here; DAP-09's messages (`messages`), sealing and opening input
-//! shares (`input_share`), the [`ReportBuilder`] (`builder`); the encoding (`codec`) and HPKE (`hpke`).
+//! shares (`input_share`), the [`ReportBuilder`] (`builder`), a task's public file as a device reads it
+//! (`task_file`: [`TaskFile`]); the encoding (`codec`) and HPKE (`hpke`).
 
 mod builder;
 mod codec;
 mod hpke;
 mod input_share;
 mod messages;
+mod task_file;
 
 use std::fmt;
 
@@ -58,6 +60,7 @@ pub use self::hpke::{
 };
 pub use self::input_share::{input_share_aad, input_share_info, open_input_share, seal_input_shares};
 pub use self::messages::{Extension, PlaintextInputShare, Report, ReportMetadata};
+pub use self::task_file::{TaskFile, TASK_FORMAT};
 use crate::prio3::NONCE_LEN;
 
 /// The DAP draft this module speaks: `draft-ietf-ppm-dap-09`.

@@ -67,6 +67,7 @@ pub(crate) fn f64_of(v: &Value) -> f64 {
 /// type check (`value_type`, `"got": "float"`), not finite for a range check (`value_range` with `finite`). A
 /// non-finite one is a number whose text is Rust's (`NaN`, `inf`, `-inf`): no JSON text holds it, and
 /// [`crate::error::Refusal::fields_json`] writes it as `null`.
+#[cfg(feature = "c-api")]
 pub(crate) fn real_value(x: f64) -> Value {
     if x.is_finite() {
         float_value(x)
