@@ -61,10 +61,9 @@ const lines = [
 ];
 for (const [metric, m] of spec.metrics) {
   lines.push(`  /** ${m.params.protocol}${m.description ? `: ${m.description.replace(/\*\//g, "* /")}` : ""} */`);
-  // A metric the spec sends to two aggregators is refused by this client's record (trust_model): no value fits.
-  const shared = m.trust.startsWith("two-aggregator");
-  lines.push(`  ${metric}: ${shared ? `never; // trust ${m.trust}: not recorded by this client` :
-    `${valueType(m.params.protocol, m.params.toDict())};`}`);
+  // A metric the spec sends to two aggregators takes its protocol's values (recorded given its task: the dap entry).
+  const shared = m.trust.startsWith("two-aggregator") ? ` // trust ${m.trust}: recorded given its task` : "";
+  lines.push(`  ${metric}: ${valueType(m.params.protocol, m.params.toDict())};${shared}`);
 }
 lines.push("}", "", `/** The fingerprint of the spec these types were made from. */`,
   `export const SPEC_FINGERPRINT = ${str(spec.fingerprint)};`, "");

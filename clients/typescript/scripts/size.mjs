@@ -7,8 +7,10 @@ import { build } from "esbuild";
 import { gzipSync } from "node:zlib";
 
 // The GRR page's target was 18 KiB until the spec's `trust` key (checked, fingerprinted, and a two-aggregator
-// metric refused on record), about 250 bytes gzipped, took the page past it.
-const TARGETS = { one_metric_grr_page: 18.5 * 1024, browser_client: 48 * 1024 };
+// metric refused on record), about 250 bytes gzipped, took the page past it; then 18.5 KiB until the runtime's hooks
+// for two-aggregator metrics (their charge, window cap and line from `ldp-telemetry-client/dap`, the queue's two
+// lanes in `upload`), about 290 bytes: 18.9 KiB, issue 87's bound. The `dap` entry itself is not in the page.
+const TARGETS = { one_metric_grr_page: 18.9 * 1024, browser_client: 48 * 1024 };
 
 const GRR_PAGE = `
 import { CollectionSpec, IndexedDBStore, TelemetryClient } from "./src/lite.ts";

@@ -10,11 +10,13 @@
  * past it is an `OutboxFullError`, nothing charged); `optOut` deletes what collection left on the device and stops
  * it until `optIn`; queries write nothing; a store whose state is gone while traces remain refuses to open.
  */
-import { ALL_METRICS, BudgetExceeded, LdpRefusal, LdpValueError, OptedOutError, OutboxFullError } from "./errors.js";
+import { ALL_METRICS, LdpRefusal, LdpValueError, OptedOutError, OutboxFullError } from "./errors.js";
 import { CryptoRandomSource, RandomSource } from "./random.js";
 import { fromHex, toHex } from "./bytes.js";
 import { HmacSha256 } from "./hash/sha256.js";
-import { Charge, Encoder, envelopeJson, isChange, isMemoized } from "./encoders/base.js";
+import { Encoder, envelopeJson } from "./encoders/base.js";
+import { chargeLedger } from "./ledger-charge.js";
+import type { TwoAggregatorMetrics } from "./dap-hooks.js";
 import { PrivacyCost } from "./params/base.js";
 import { CollectionSpec } from "./spec.js";
 import { DeviceState, STATE_FORMAT, StateStore, live, outboxBytes } from "./state.js";
@@ -23,8 +25,6 @@ import { KEEPALIVE_BYTES, PreparedUpload, nextUploadAt, prepareUpload, sendKeepa
 import { UploadOptions, UploadResult, checkUploadOptions, upload } from "./uploader.js";
 
 const METRIC_SECRET_TAG = new TextEncoder().encode("ldp/client/metric-secret/v1\0");
-const REL_TOL = 1e-9;
-const DELTA_MAX = 1 - 2 ** -53;
 
 /** `HMAC-SHA256(device secret, "ldp/client/metric-secret/v1\0" ‖ metric)`: a memoizing metric's secret. */
 export function metricSecret(deviceSecret: Uint8Array, metric: string): Uint8Array {
@@ -41,6 +41,10 @@ export interface ClientOptions {
   readonly clock?: () => number;
   readonly rng?: RandomSource;
   readonly maxOutboxBytes?: number;
+  /** The two-aggregator metrics' tasks, from `twoAggregatorMetrics` of `ldp-telemetry-client/dap` (each metric's
+   * task file, both aggregators' HPKE configs inside, checked against the spec). A two-aggregator metric without
+   * one is refused when recorded (`trust_model`). */
+  readonly twoAggregator?: TwoAggregatorMetrics;
 }
 
 /** What one metric's reports became on this device (`TelemetryClient.counts`): always
@@ -71,10 +75,6 @@ function itemError(err: unknown, i: number, metric: string): unknown {
   return err instanceof RangeError ? new RangeError(prefix + err.message) : err;
 }
 
-function limit(cap: PrivacyCost): [number, number] {
-  return [cap.epsilon * (1 + REL_TOL) + 1e-15, cap.delta * (1 + REL_TOL) + 1e-15];
-}
-
 /**
  * One device's client of one collection. Open it with `TelemetryClient.open(spec, store)`. `M` types the metrics
  * and their values (`MetricValues<typeof SPEC>` of a spec written `as const`, or the `Metrics` interface that
@@ -89,7 +89,8 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
   private constructor(readonly spec: CollectionSpec, private readonly store: StateStore,
     private readonly clock: () => number, private readonly rng: RandomSource,
     /** The most bytes of reports the outbox keeps (`ClientOptions.maxOutboxBytes`). */
-    readonly maxOutboxBytes: number) {}
+    readonly maxOutboxBytes: number,
+    private readonly dap: TwoAggregatorMetrics | undefined) {}
 
   /** Open (or create) the device's state in `store` for `spec`'s collection: a state of another collection is
    * refused, never reset. Opening an existing state writes nothing. */
@@ -116,7 +117,7 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
         }
       });
     }
-    return new TelemetryClient<M>(spec, store, options.clock ?? (() => Date.now() / 1000), rng, cap);
+    return new TelemetryClient<M>(spec, store, options.clock ?? (() => Date.now() / 1000), rng, cap, options.twoAggregator);
   }
 
   private encoder(metric: string, state: DeviceState): Encoder {
@@ -127,9 +128,11 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
     const known = this.encoders.get(metric);
     if (known !== undefined) return known;
     const m = this.spec.metric(metric);
-    // A value the spec sends to two aggregators, secret-shared, is never randomized to one collector: refused, before
+    // A value the spec sends to two aggregators is sealed to its task's aggregators: without the task, refused before
     // its value is looked at, as Python's client does.
-    if (m.trust.startsWith("two-aggregator")) throw new LdpValueError("trust_model", { metric, trust: m.trust });
+    if (m.trust.startsWith("two-aggregator") && !this.dap?.metrics.has(metric)) {
+      throw new LdpValueError("trust_model", { metric, trust: m.trust });
+    }
     const entry = m.entry;
     const options: { rng: RandomSource; secret?: Uint8Array; cohort?: number } = { rng: this.rng };
     const cohorts = entry.assignedCohorts(m.params);
@@ -182,11 +185,14 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
       });
       state.clock = Math.max(state.clock, now);
       const window = Math.floor(state.clock / this.spec.windowSeconds);
-      const epochs = work.map(([metric, enc, prepared], i) =>
-        this.charge(state, metric, enc.chargeFor(prepared), window, batch ? i : null));
+      const epochs = work.map(([metric, enc, prepared], i) => chargeLedger(this.spec, state, metric,
+        this.dap?.metrics.get(metric)?.charge ?? enc.chargeFor(prepared), window, batch ? i : null,
+        this.dap?.metrics.get(metric)?.windowCap));
       const encoder = new TextEncoder();
       return work.map(([metric, enc, prepared], i) => {
-        const line = envelopeJson(this.spec.fingerprint, metric, window, enc.randomize(prepared, epochs[i]));
+        const dap = this.dap?.metrics.get(metric);
+        const line = dap ? dap.line(enc, prepared, state.clock, window)
+          : envelopeJson(this.spec.fingerprint, metric, window, enc.randomize(prepared, epochs[i]));
         const needed = encoder.encode(line).length + 1;
         const cap = this.maxOutboxBytes;
         if (bytes + needed > cap) throw new OutboxFullError(bytes, needed, cap, batch ? i : null);
@@ -198,59 +204,6 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
     });
     for (const listener of this.recordListeners) listener();
     return ids;
-  }
-
-  /** Check every cap and add the charge to the totals (Python's `BudgetLedger._charge`); the epoch of a change
-   * charge (`thresh`: a new one when the value differs from the stream's last, charged; else the same, free).
-   * `index`: the charge's item in a batch, which a `BudgetExceeded` names. */
-  private charge(state: DeviceState, metric: string, charge: Charge, window: number,
-    index: number | null): number | undefined {
-    let inc: PrivacyCost = charge as PrivacyCost;
-    let memoKey: string | undefined;
-    let change: { key: string; value: string; epoch: number } | undefined;
-    if (isChange(charge)) {
-      const key = `${metric}\0${toHex(charge.stream)}`, value = toHex(charge.value);
-      const last = state.changes?.[key];
-      const same = last !== undefined && last[0] === value;
-      change = { key, value, epoch: last === undefined ? 0 : same ? last[1] : last[1] + 1 };
-      inc = same ? { epsilon: 0, delta: 0 } : charge.cost;
-    } else if (isMemoized(charge)) {
-      memoKey = `${metric}\0${toHex(charge.key)}`;
-      const [reports, e, d] = state.memo[memoKey] ?? [0, 0, 0];
-      const step = reports === 0 ? charge.first : charge.then;
-      inc = { epsilon: Math.max(0, Math.min(step.epsilon, charge.cap.epsilon - e)),
-        delta: Math.max(0, Math.min(step.delta, charge.cap.delta - d)) };
-    }
-    const m = this.spec.metric(metric);
-    const scopes: Array<[string, PrivacyCost | undefined, PrivacyCost | undefined]> = [
-      [metric, m.budget.per_window, m.budget.lifetime], [ALL_METRICS, this.spec.budget.per_window, this.spec.budget.lifetime]];
-    for (const [scope, perWindow, lifetime] of scopes) {
-      const t = state.totals[scope];
-      const spent: [number, number] = t && t.window === window ? t.spent : [0, 0];
-      const life: [number, number] = t ? t.lifetime : [0, 0];
-      for (const [cap, total, period] of [[perWindow, spent, "window"], [lifetime, life, "lifetime"]] as const) {
-        if (cap === undefined) continue;
-        const [le, ld] = limit(cap);
-        if (total[0] + inc.epsilon > le || Math.min(total[1] + inc.delta, DELTA_MAX) > ld) {
-          throw new BudgetExceeded(scope, period, inc, { epsilon: total[0], delta: total[1] }, cap, index);
-        }
-      }
-    }
-    for (const [scope] of scopes) {
-      const t = state.totals[scope] ?? { window, spent: [0, 0], lifetime: [0, 0] };
-      if (t.window !== window) t.spent = [0, 0];
-      t.window = window;
-      t.spent = [t.spent[0] + inc.epsilon, Math.min(t.spent[1] + inc.delta, DELTA_MAX)];
-      t.lifetime = [t.lifetime[0] + inc.epsilon, Math.min(t.lifetime[1] + inc.delta, DELTA_MAX)];
-      state.totals[scope] = t;
-    }
-    if (memoKey !== undefined) {
-      const [reports, e, d] = state.memo[memoKey] ?? [0, 0, 0];
-      state.memo[memoKey] = [reports + 1, e + inc.epsilon, d + inc.delta];
-    }
-    if (change === undefined) return undefined;
-    state.changes = { ...state.changes, [change.key]: [change.value, change.epoch] };
-    return change.epoch;
   }
 
   /** (ε, δ) spent on `metric` (default: all metrics) in the current window, or over the lifetime. */
@@ -358,8 +311,33 @@ export class TelemetryClient<M extends object = Record<string, unknown>> {
    * the `fetch` or `sleep` given to it: that call would wait for the one it is part of. Other processes and tabs
    * are not waited for: a pinned batch they send as well is stored once by the collector (its batch id).
    */
-  upload(endpoints: Endpoints, token: string, options: UploadOptions = {}): Promise<UploadResult> {
-    return upload(this.store, this.spec, endpoints, token, { clock: this.clock, ...options });
+  async upload(endpoints: Endpoints, token: string, options: UploadOptions = {}): Promise<UploadResult> {
+    const ingest = () => upload(this.store, this.spec, endpoints, token, { clock: this.clock, ...options });
+    if (!this.dap) return ingest();
+    const sum = await this.uploadReports(options);
+    const add = (part: UploadResult) => {
+      for (const k of ["batches", "acknowledged", "accepted", "duplicates"] as const) sum[k] += part[k];
+      for (const [k, n] of Object.entries(part.rejected)) sum.rejected[k] = (sum.rejected[k] ?? 0) + n;
+      Object.assign(sum, { stopped: part.stopped, nextUploadAt: part.nextUploadAt });
+    };
+    // the queue's head alternates between the lanes: each sends while the head is its own
+    for (let moved = true; moved && (sum.stopped === "empty" || sum.stopped === "interval");) {
+      add(await ingest());
+      if (sum.stopped !== "empty" && sum.stopped !== "interval") break;
+      const before = sum.acknowledged;
+      add(await this.uploadReports(options));
+      moved = sum.acknowledged > before;
+    }
+    return sum;
+  }
+
+  /** Send the two-aggregator metrics' reports at the head of the outbox, each to its task's leader
+   * (`ldp-telemetry-client/dap`), until the head is a report for the ingest service: what `upload` does first, and
+   * all an app without an ingest service calls. */
+  uploadReports(options: UploadOptions = {}): Promise<UploadResult> {
+    return this.dap?.upload(this.store, this.spec, { clock: this.clock, ...options }) ??
+      Promise.resolve({ batches: 0, acknowledged: 0, accepted: 0, rejected: {}, duplicates: 0, stopped: "empty",
+        nextUploadAt: -Infinity });
   }
 
   /**

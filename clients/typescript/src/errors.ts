@@ -124,7 +124,7 @@ export function describeRefusal(code: RefusalCode, f: RefusalFields): string {
     case "not_encodable": text = `value has no ${f.encoding} form (it holds a lone surrogate)`; break;
     case "missing_attributes": text = `record lacks attributes ${list(f.attributes)}`; break;
     case "unknown_attributes": text = `record has unknown attributes ${list(f.attributes)}`; break;
-    case "trust_model": text = `metric ${showValue(f.metric)} goes to the ${f.trust} mode, not built by this client yet`; break;
+    case "trust_model": text = `metric ${showValue(f.metric)} goes to the ${f.trust} mode: open the client with its task (twoAggregatorMetrics of ldp-telemetry-client/dap)`; break;
     default: text = String(code);
   }
   return text;

@@ -12,7 +12,7 @@ import { Checker, METRIC_RE, fitsWithin, join, kind, sortedKeys } from "./spec-c
  * randomized on the device; the default), `shuffle` (the shuffler, for a central ε by amplification),
  * `two-aggregator` (two non-colluding aggregators: the value secret-shared with Prio3, noised centrally) and
  * `two-aggregator+local` (the same, randomized on the device first). This client records `local` and `shuffle`
- * metrics; it refuses to record a two-aggregator one (`trust_model`), whose reports it does not build yet. */
+ * metrics, and two-aggregator ones given their tasks (`ldp-telemetry-client/dap`; without, `trust_model`). */
 export const TRUST_MODELS = ["local", "shuffle", "two-aggregator", "two-aggregator+local"] as const;
 export type TrustModel = (typeof TRUST_MODELS)[number];
 /** The protocols whose reports fit in Prio3, so in the two-aggregator modes (Python: `params.prio3_fit()`; pgr and

@@ -39,9 +39,8 @@ export interface SpecShape {
   };
 }
 
-/** Each metric of spec `S` (written `as const`) with the type of its values: `never` for a metric whose `trust` is
- * `"two-aggregator"` or `"two-aggregator+local"`, which this client refuses to record (`trust_model`). */
+/** Each metric of spec `S` (written `as const`) with the type of its values (a two-aggregator metric's too: recorded
+ * given its task, `ldp-telemetry-client/dap`). */
 export type MetricValues<S extends SpecShape> = {
-  -readonly [K in keyof S["metrics"]]: S["metrics"][K] extends { readonly trust: `two-aggregator${string}` } ? never
-    : ValueOf<S["metrics"][K]["protocol"], S["metrics"][K]["params"]>;
+  -readonly [K in keyof S["metrics"]]: ValueOf<S["metrics"][K]["protocol"], S["metrics"][K]["params"]>;
 };

@@ -35,7 +35,7 @@ test("ldp-spec-types writes each metric's value type, and refuses a bad spec", (
   assert.match(out, /dark_mode: boolean \| 0 \| 1;/);
   assert.match(out, /load_time: number;/);
   assert.match(out, /word: string;/);
-  assert.match(out, /shared: never; \/\/ trust two-aggregator\+local: not recorded by this client/);
+  assert.match(out, /shared: number; \/\/ trust two-aggregator\+local: recorded given its task/);
   assert.match(out, /shuffled: number;/);
   assert.ok(!out.includes("is */"), "a description cannot close the comment");
   writeFileSync(join(here, "types", "metrics.generated.ts"), out);

@@ -26,8 +26,9 @@ export async function fromConst(): Promise<void> {
   await client.record("load_ms", 12.5);
   await client.record("page", "/home");
   await client.record("shuffled", 1);
-  // @ts-expect-error: a metric sent to two aggregators (trust "two-aggregator"): this client refuses to record it
-  await client.record("shared", 1);
+  await client.record("shared", 1); // trust "two-aggregator": its protocol's values (recorded given its task)
+  // @ts-expect-error: not a value of the two-aggregator metric's protocol
+  await client.record("shared", "x");
   // @ts-expect-error: not a label of the metric
   await client.record("theme", "blue");
   // @ts-expect-error: not a metric of the spec
@@ -52,8 +53,9 @@ export async function fromGenerated(spec: CollectionSpec): Promise<void> {
   await client.record("app_category", "games");
   await client.record("load_time", 3);
   await client.record("shuffled", 0);
-  // @ts-expect-error: trust "two-aggregator+local": not recorded by this client
-  await client.record("shared", 0);
+  await client.record("shared", 0); // trust "two-aggregator+local": its protocol's values
+  // @ts-expect-error: not a value of the two-aggregator metric's protocol
+  await client.record("shared", "zero");
   // @ts-expect-error: not a label of the metric
   await client.record("app_category", "sport");
   // @ts-expect-error: a number metric
