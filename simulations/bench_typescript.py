@@ -9,6 +9,12 @@ rewrote the whole state, took 4.25 ms per record at 4,000 queued in its file sto
 (``npm run size``: the whole browser client, the core, and a one-metric GRR page). Without ``node`` (or without the
 built ``dist/``) the section says so; without Chromium or Playwright the IndexedDB rows say so.
 
+Section ``web_dap`` (issue 87, item 6): two-aggregator reports in Node, ``ldp-telemetry-client/dap`` (the Rust client in
+WebAssembly) beside divviup-ts (``@divviup/dap`` 0.9.1, ``tests/support/divviup``: ``npm ci`` there) in one process
+(``bench_web_dap.mjs``: rounds alternating, each path warmed): the milliseconds of one Prio3Histogram report, sharding
+and both seals, at 16 and 1,024 buckets, VDAF-08 for both (divviup-ts's draft) and draft 18 for ldp; the target is
+``divviup_ms / ldp_ms >= 30`` at 1,024 buckets in the same draft.
+
 And the per-report ``encode`` time in Node (``scripts/bench-encode.mjs``: the platform CSPRNG, each report turned into
 its JSON text) on ``bench_kotlin.CASES``, beside the Kotlin client's ``EncodeBenchmark`` run just before it with the
 same cases and number of calls, at least 800,000 so that the JVM is warmed (issue 61): the target is
@@ -133,8 +139,39 @@ def _encode_rows(b: ModuleType, ctx: Any) -> dict[str, Any]:
     return out
 
 
+DIVVIUP = Path(__file__).resolve().parents[1] / "tests" / "support" / "divviup"
+
+
+def _web_dap(b: ModuleType, ctx: Any) -> dict[str, Any]:
+    """The ``web_dap`` section (module docstring)."""
+    entry = DIVVIUP / "node_modules" / "@divviup" / "dap" / "dist" / "index.js"
+    if not entry.exists():
+        return {"reports": f"not measured: divviup-ts is not installed (npm ci in {DIVVIUP})"}
+    why = _built(b)
+    if why is not None:
+        return {"reports": why}
+    per_round, rounds = (10, 5) if ctx.quick else (30, 7)
+    b.log(f"  web_dap: divviup-ts and ldp's WebAssembly, {rounds} rounds of {per_round} reports per path")
+    done = subprocess.run(["node", str(Path(__file__).with_name("bench_web_dap.mjs")), str(entry),
+                           str(TS / "dist" / "dap" / "index.js"), str(per_round), str(rounds)],
+                          capture_output=True, text=True, check=True, timeout=1200)
+    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    for row in out["cases"]:
+        ratio = row["divviup_ts_vdaf08"]["median_ms"] / row["ldp_wasm_vdaf08"]["median_ms"]
+        row["divviup_over_ldp_vdaf08"] = ratio
+        if row["buckets"] == 1024:
+            out["divviup_over_ldp_1024_buckets"] = ratio
+            out["faster_30x"] = ctx.judge("web_dap.divviup_over_ldp_1024_buckets", ratio, ">=", 30.0,
+                                          "× (divviup-ts ms / ldp ms, VDAF-08, 1,024 buckets)")
+    return out
+
+
 def register(b: ModuleType) -> None:
-    """Add the ``typescript_client`` section to the benchmark module ``b``."""
+    """Add the ``typescript_client`` and ``web_dap`` sections to the benchmark module ``b``."""
+
+    @b.benchmark("web_dap")
+    def web_dap(ctx: Any) -> dict[str, Any]:
+        return _web_dap(b, ctx)
 
     @b.benchmark("typescript_client")
     def typescript_client(ctx: Any) -> dict[str, Any]:

@@ -180,6 +180,13 @@ typedef struct LdpClient LdpClient;
 typedef struct LdpDapReport LdpDapReport;
 #endif
 
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * A task file, read and checked, and the builder of its reports (feature `prio`).
+ */
+typedef struct LdpDapTask LdpDapTask;
+#endif
+
 /**
  * The encoder of one metric of a spec, with no ledger.
  */
@@ -942,6 +949,78 @@ void ldp_dap_report_free(struct LdpDapReport *report);
  * `list` points to `len` readable bytes; `config` and `config_len` are valid pointers.
  */
 enum LdpStatus ldp_dap_hpke_config_select(const uint8_t *list, size_t len, const uint8_t **config, size_t *config_len);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * The task of a task file (`json`, `len` bytes of UTF-8 JSON: what `ldp collect task --leader-config …
+ * --helper-config …` wrote) into `*out` (free it with `ldp_dap_task_free`). Refused (`LDP_VALUE_ERROR`, the message
+ * naming the member): a document that is no `ldp-task/1` task file, a member a device uses that is malformed, a
+ * file without both aggregators' configs (`hpke_configs`) or with configs this library cannot seal to.
+ *
+ * # Safety
+ * `json` points to `len` readable bytes; `out` is a valid pointer.
+ */
+enum LdpStatus ldp_dap_task_new(const uint8_t *json, size_t len, struct LdpDapTask **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * The members of the task a device uses, as a JSON object: `task_id` (base64url), `app`, `metric`, `leader_url`,
+ * `trust`, `window_seconds`, `time_precision`, `reports_per_window` (null: the spec caps none), `local` (the local
+ * protocol, or null), `vdaf` (the Prio3 type's name), `length`, `draft` (8 or 18) and `rand_len` (the randomness
+ * `ldp_dap_task_report_with_random` takes). `*json` points to `*len` bytes inside `task` (valid until it is freed).
+ *
+ * # Safety
+ * `task` is a live handle; `json` and `len` are valid pointers.
+ */
+enum LdpStatus ldp_dap_task_description(const struct LdpDapTask *task, const uint8_t **json, size_t *len);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * The DAP-09 report of a measurement (as `ldp_prio3_shard` takes it: `len` values) made at `time` (Unix seconds,
+ * rounded down to the task's precision), its report ID, sharding randomness and ephemeral keys from the OS generator,
+ * into `*out` (free it with `ldp_dap_report_free`). Refused as `ldp_dap_report` refuses a measurement.
+ *
+ * # Safety
+ * `task` is a live handle; `measurement` points to `len` readable `uint64_t`s (or is null with 0); `out` is valid.
+ */
+enum LdpStatus ldp_dap_task_report(const struct LdpDapTask *task,
+                                   const uint64_t *measurement,
+                                   size_t len,
+                                   uint64_t time,
+                                   struct LdpDapReport **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * `ldp_dap_task_report` with the caller's report ID (`report_id_len` = 16 bytes) and randomness (`rand_len` = the
+ * description's `rand_len` bytes): the same inputs give the same bytes. **For tests only** (VDAF draft 18): a report
+ * ID or randomness used twice, or not from a cryptographic generator, breaks the measurement's privacy.
+ *
+ * # Safety
+ * As `ldp_dap_task_report`; `report_id` and `rand` point to their lengths of readable bytes.
+ */
+enum LdpStatus ldp_dap_task_report_with_random(const struct LdpDapTask *task,
+                                               const uint64_t *measurement,
+                                               size_t len,
+                                               uint64_t time,
+                                               const uint8_t *report_id,
+                                               size_t report_id_len,
+                                               const uint8_t *rand,
+                                               size_t rand_len,
+                                               struct LdpDapReport **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * Frees a task (null, or a handle of another kind, is ignored).
+ *
+ * # Safety
+ * `task` is null or a handle not freed before.
+ */
+void ldp_dap_task_free(struct LdpDapTask *task);
 #endif
 
 #if defined(LDP_CLIENT_PRIO)

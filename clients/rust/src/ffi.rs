@@ -140,6 +140,11 @@ pub use log_callback::*;
 mod dap_report;
 #[cfg(feature = "prio")]
 pub use dap_report::*;
+// A two-aggregator task's file and its reports (feature `prio`).
+#[cfg(feature = "prio")]
+mod dap_task;
+#[cfg(feature = "prio")]
+pub use dap_task::*;
 
 // Prio3 sharding for the two-aggregator mode (feature `prio`), and its clients of a given VDAF draft.
 #[cfg(feature = "prio")]

@@ -72,7 +72,7 @@ unsafe fn builder(
 }
 
 #[cfg(feature = "prio")]
-fn new_report(report: &Report) -> Result<*mut LdpDapReport> {
+pub(super) fn new_report(report: &Report) -> Result<*mut LdpDapReport> {
     Ok(new_handle(LdpDapReport { bytes: report.encode()?, report_id: report.metadata.report_id }))
 }
 
