@@ -1,0 +1,125 @@
+package io.github.ldptelemetry.client.dap
+
+import com.sun.jna.ptr.LongByReference
+import com.sun.jna.ptr.PointerByReference
+import io.github.ldptelemetry.client.internal.Json
+
+/**
+ * A two-aggregator task as a device holds it: the task file `ldp collect task --leader-config … --helper-config …`
+ * wrote, read by the native client (`libldp_client`, the `ldp_dap_task_*` functions: the `prio` crate's Prio3 of
+ * VDAF draft 18 or 08, the `hpke` crate's sealing; nothing of the cryptography is written in Kotlin), bound with JNA.
+ * [report] makes the DAP-09 report of a measurement, its report ID, sharding randomness and ephemeral keys from the
+ * OS generator: the body of `PUT {leaderUrl}/tasks/{taskId}/reports`.
+ *
+ * Needs JNA (`net.java.dev.jna:jna`, an optional dependency of this library: add it to the app) and the native
+ * library for the platform (docs/kotlin-client.md, "Two-aggregator metrics"); without either, the constructor
+ * throws an [IllegalStateException] saying which. Thread-safe; [close] frees the native task.
+ */
+public class DapTask(taskFileJson: String) : AutoCloseable {
+    private val native: LdpNative = load()
+    private var handle: com.sun.jna.Pointer?
+
+    /** The task ID, unpadded base64url (as in the leader's URL). */
+    public val taskId: String
+    public val app: String
+    public val metric: String
+    public val leaderUrl: String
+    /** `two-aggregator`, or `two-aggregator+local` when devices randomize first. */
+    public val trust: String
+    public val windowSeconds: Long
+    public val timePrecision: Long
+    /** The most reports a device sends a window (`null`: the spec caps none, one assumed). */
+    public val reportsPerWindow: Long?
+    /** The local protocol, `{"protocol": …, "params": {…}}` as JSON (`null` without local noise). */
+    public val localJson: String?
+    /** `Prio3Count`, `Prio3Sum`, `Prio3SumVec` or `Prio3Histogram`. */
+    public val vdafType: String
+    /** Entries of the aggregate: the buckets or the vector's length, 1 for Count and Sum. */
+    public val length: Int
+    /** The VDAF draft: 8 or 18. */
+    public val draft: Int
+    /** Bytes of randomness [reportWithRandom] takes. */
+    public val randLength: Int
+
+    init {
+        val bytes = taskFileJson.toByteArray(Charsets.UTF_8)
+        val out = PointerByReference()
+        check(native.ldp_dap_task_new(bytes, bytes.size.toLong(), out), "the task file")
+        handle = out.value
+        val json = PointerByReference()
+        val len = LongByReference()
+        check(native.ldp_dap_task_description(handle!!, json, len), "the task's description")
+        @Suppress("UNCHECKED_CAST")
+        val d = Json.parse(String(json.value.bytes(len.value), Charsets.UTF_8)) as Map<String, Any?>
+        taskId = d["task_id"] as String
+        app = d["app"] as String
+        metric = d["metric"] as String
+        leaderUrl = d["leader_url"] as String
+        trust = d["trust"] as String
+        windowSeconds = (d["window_seconds"] as Number).toLong()
+        timePrecision = (d["time_precision"] as Number).toLong()
+        reportsPerWindow = (d["reports_per_window"] as Number?)?.toLong()
+        localJson = d["local"]?.let { Json.write(it) }
+        vdafType = d["vdaf"] as String
+        length = (d["length"] as Number).toInt()
+        draft = (d["draft"] as Number).toInt()
+        randLength = (d["rand_len"] as Number).toInt()
+    }
+
+    /** The DAP-09 report of [measurement] (the bucket index for a histogram, 0 or 1 for a count, the value of a sum,
+     * the entries of a vector) made at [time] (Unix seconds, rounded down to the task's precision). A measurement the
+     * task's type refuses is an [IllegalArgumentException]. */
+    public fun report(measurement: LongArray, time: Long): ByteArray = synchronized(this) {
+        val out = PointerByReference()
+        check(native.ldp_dap_task_report(live(), measurement, measurement.size.toLong(), time, out), "the report")
+        reportBytes(out)
+    }
+
+    /** [report] with the caller's 16-byte report ID and [randLength] bytes of randomness: the same inputs give the
+     * same bytes. **For test vectors only** (VDAF draft 18): randomness used twice breaks the measurement's privacy. */
+    public fun reportWithRandom(measurement: LongArray, time: Long, reportId: ByteArray, rand: ByteArray): ByteArray =
+        synchronized(this) {
+            val out = PointerByReference()
+            check(native.ldp_dap_task_report_with_random(live(), measurement, measurement.size.toLong(), time, reportId,
+                reportId.size.toLong(), rand, rand.size.toLong(), out), "the report")
+            reportBytes(out)
+        }
+
+    public override fun close(): Unit = synchronized(this) {
+        native.ldp_dap_task_free(handle)
+        handle = null
+    }
+
+    private fun live() = handle ?: throw IllegalStateException("this DapTask is closed")
+
+    private fun reportBytes(out: PointerByReference): ByteArray {
+        val report = out.value
+        try {
+            val bytes = PointerByReference()
+            val len = LongByReference()
+            check(native.ldp_dap_report_bytes(report, bytes, len), "the report's bytes")
+            return bytes.value.bytes(len.value)
+        } finally {
+            native.ldp_dap_report_free(report)
+        }
+    }
+
+    /** A native status other than 0 as an exception: the library's value and type errors as
+     * [IllegalArgumentException], anything else as [IllegalStateException], with its message. */
+    private fun check(status: Int, what: String) {
+        if (status == 0) return
+        val message = "$what: ${native.ldp_last_error_message()}"
+        throw if (status == 1 || status == 2) IllegalArgumentException(message) else IllegalStateException(message)
+    }
+
+    private companion object {
+        fun load(): LdpNative = try {
+            LdpNative.library
+        } catch (e: NoClassDefFoundError) {
+            throw IllegalStateException("two-aggregator metrics need JNA: add net.java.dev.jna:jna (5.19.1) to the app")
+        } catch (e: UnsatisfiedLinkError) {
+            throw IllegalStateException("two-aggregator metrics need the native library ${LdpNative.NAME} for this " +
+                "platform (clients/rust: cargo build --release --features prio; docs/kotlin-client.md): ${e.message}")
+        }
+    }
+}
