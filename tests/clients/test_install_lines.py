@@ -3,8 +3,8 @@
 The clients table gives, per client, the command run in its folder and what it yields. Checked here:
 
 * **TypeScript**: the line (``npm ci && npm pack``) runs verbatim, by ``sh``, in a fresh export of
-  ``clients/typescript`` (``git archive`` of the committed tree: no ``node_modules``, no ``dist``, as a clone has
-  it) and yields the tarball the table names, of the package's own version. npm reads its registry as the README's
+  ``clients/typescript`` and ``clients/rust``, whose Rust the ``dap`` entry compiles to WebAssembly (``git archive``
+  of the committed tree: no ``node_modules``, no ``dist``, no ``target``, as a clone has it) and yields the tarball the table names, of the package's own version. npm reads its registry as the README's
   reader does (its cache may answer first).
 * **Kotlin** (``mvn -B install``, Maven's own goal, which runs every test): ``.ci/run`` runs that goal in its Kotlin
   step, and the coordinates the table gives are the POM's.
@@ -64,7 +64,8 @@ def test_the_typescript_line_runs_on_a_fresh_clone(tmp_path: Path) -> None:
     line = re.match(r"`([^`]+)` there", cell)
     tarball = re.search(r"`npm install (\S+\.tgz)`", cell)
     assert line and tarball, cell
-    archive = subprocess.run([git, "archive", "--format=tar", "HEAD", "clients/typescript"], cwd=ROOT,
+    # the client's folder and the native client's, whose Rust its dap entry compiles to WebAssembly
+    archive = subprocess.run([git, "archive", "--format=tar", "HEAD", "clients/typescript", "clients/rust"], cwd=ROOT,
                              capture_output=True, check=True).stdout
     (tmp_path / "export.tar").write_bytes(archive)
     with tarfile.open(tmp_path / "export.tar") as tar:
