@@ -4,8 +4,9 @@ The clients table gives, per client, the command run in its folder and what it y
 
 * **TypeScript**: the line (``npm ci && npm pack``) runs verbatim, by ``sh``, in a fresh export of
   ``clients/typescript`` and ``clients/rust``, whose Rust the ``dap`` entry compiles to WebAssembly (``git archive``
-  of the committed tree: no ``node_modules``, no ``dist``, no ``target``, as a clone has it) and yields the tarball the table names, of the package's own version. npm reads its registry as the README's
-  reader does (its cache may answer first).
+  of the committed tree: no ``node_modules``, no ``dist``, no ``target``, as a clone has it) and yields the tarball
+  the table names, of the package's own version. npm reads its registry as the README's reader does (its cache may
+  answer first).
 * **Kotlin** (``mvn -B install``, Maven's own goal, which runs every test): ``.ci/run`` runs that goal in its Kotlin
   step, and the coordinates the table gives are the POM's.
 * **Rust/C** (``cargo build --release``): ``.ci/run`` runs a release build, and the crate builds what the table
