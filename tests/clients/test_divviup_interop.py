@@ -12,6 +12,10 @@ both (no noise), every report counted and none refused; a few reports of a 1,024
 The same Node process then times ``task.generateReport`` (Prio3 sharding and both HPKE seals, no upload) for a
 16-bucket and a 1,024-bucket Prio3Histogram task; the numbers are printed (``pytest -s``) for the benchmarks.
 
+A third test puts divviup-ts's reports and the TypeScript client's (its ``ldp-telemetry-client/dap`` entry, Node
+devices of clients/typescript/test-support/dap-device.mjs) in one window of the example spec's two tasks, both on
+VDAF-08 (the draft divviup-ts speaks), and ``ldp collect`` must count both exactly (issue 87, item 6).
+
 A refusal reaches divviup-ts as its ``DAPError`` with DAP-09's type: ``ldp``'s problem documents carry DAP-09's
 ``taskid`` member (§3.2), which divviup-ts's ``DAPError`` reads unconditionally (without it, the app got a
 ``TypeError``, and ``sendMeasurement`` never retried after ``outdatedConfig``).
@@ -33,7 +37,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ROOT
 from support.loopback_aggregators import LoopbackAggregators, TaskSpec, prio
+
+from ldp.spec import CollectionSpec
 
 HERE = Path(__file__).resolve().parents[1] / "support" / "divviup"
 SCRIPT = HERE / "upload.mjs"
@@ -209,3 +216,52 @@ def test_a_refusal_by_ldp_reaches_divviup_ts_as_a_dap_error(tmp_path: Path) -> N
     assert upload["ok"] == 0
     (error,) = upload["errors"]
     assert (error["kind"], error.get("shortType"), error.get("status")) == ("DAPError", "reportTooEarly", 400), error
+
+
+TS_DEVICE = ROOT / "clients" / "typescript" / "test-support" / "dap-device.mjs"
+TS_WASM = ROOT / "clients" / "typescript" / "dist" / "dap" / "wasm" / "ldp_dap_bg.wasm"
+
+
+def test_divviup_ts_and_the_typescript_client_land_in_one_window(tmp_path: Path) -> None:
+    exe = node()
+    if not TS_WASM.exists():
+        why = "the TypeScript client's dap entry is not built (npm test in clients/typescript)"
+        if os.environ.get("LDP_REQUIRE_TS_BUNDLE") == "1":
+            pytest.fail(f"LDP_REQUIRE_TS_BUNDLE=1 but {why}", pytrace=False)
+        pytest.skip(why)
+    prio()
+    doc = json.loads((ROOT / "examples" / "two_aggregators.json").read_text())
+    del doc["release"]  # no noise: the counts must be exact
+    spec = CollectionSpec.from_dict(doc)
+    d = LoopbackAggregators(tmp_path, {"search_engine": TaskSpec("Prio3Histogram", draft=8),
+                                       "crashed": TaskSpec("Prio3Count", draft=8)}, collection=spec)
+    rng = random.Random(87)
+    theirs = {"search_engine": [rng.randrange(4) for _ in range(30)], "crashed": [rng.random() < 0.4
+                                                                                   for _ in range(30)]}
+    ours: dict[str, list[Any]] = {"search_engine": [], "crashed": []}
+    labels = spec.params("search_engine").labels
+    tasks = {m: (tmp_path / "collector" / f"{m}.task.json").read_text() for m in ours}
+    try:
+        d.start_both()
+        for device in range(4):
+            job = {"spec": doc, "tasks": tasks, "state": str(tmp_path / f"device{device}"),
+                   "clock": T0 + 4 * PRECISION + 97 * device, "records": [["search_engine", labels[device]],
+                                                                          ["crashed", device % 2 == 0]]}
+            out = subprocess.run([exe, str(TS_DEVICE)], input=json.dumps(job), capture_output=True, text=True,
+                                 timeout=120, check=False)
+            assert out.returncode == 0, out.stderr[-3000:]
+            made = json.loads(out.stdout)
+            assert made["refused"] == [] and made["result"]["accepted"] == 2, made
+            for metric, measurements in made["made"].items():
+                ours[metric] += [m[0] for m in measurements]
+        result = run_node({"uploads": [{"name": m, "task": client_task(d, m), "measurements": theirs[m],
+                                        "timestamp": T0 + 9 * PRECISION + 5} for m in theirs]})
+        assert all(u["errors"] == [] and u["ok"] == 30 for u in result["uploads"]), result["uploads"]
+        for metric in ours:
+            _, collected = d.collect(metric, T0)
+            assert collected is not None, d.log("leader")
+            values = ours[metric] + [int(v) for v in theirs[metric]]
+            assert collected["sums"] == spec.params(metric).prio3_fit().sums(values), metric
+            assert collected["n"] == 34 and collected["refused"] == {}, collected
+    finally:
+        d.stop()
