@@ -23,6 +23,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from ldp.aggregators import collection_jobs
+from ldp.aggregators.cors import AggregatorApp
 from ldp.aggregators.jobs import MAX_JOB_BYTES
 from ldp.aggregators.messages import ABANDONED_HEADER, MEDIA_TYPES, SHARE_REMOVED, ReportError
 from ldp.aggregators.task import b64, unb64
@@ -271,10 +272,11 @@ def create_app(aggregator: Any, *, peer_token_sha256: str | None = None, collect
     """The Starlette app of ``aggregator`` (a :class:`~ldp.aggregators.leader.Leader` or
     :class:`~ldp.aggregators.helper.Helper`): the helper's job routes take ``peer_token_sha256`` (the leader's
     token), the leader's collection route ``collector_token_sha256``; the status and its page also the
-    operator's own ``operator_token_sha256``."""
+    operator's own ``operator_token_sha256``. Its two device routes answer web pages of any origin
+    (:mod:`ldp.aggregators.cors`)."""
     app = service_app(routes(aggregator, peer_token_sha256=peer_token_sha256,
                              collector_token_sha256=collector_token_sha256,
                              operator_token_sha256=operator_token_sha256),
-                      refusals={AggregatorError: _refusal})
+                      refusals={AggregatorError: _refusal}, cls=AggregatorApp)
     app.state.aggregator = aggregator
     return app

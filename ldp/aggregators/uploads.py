@@ -9,18 +9,19 @@ written) before any of them is answered 201. The answers are the route's (:meth:
 upload`), in its order: a path naming no task 404, a ``Content-Type`` other than DAP's report 415 (counted at the
 door), a body the front did not read as :func:`ldp.web.front.body_refusal` says (a declared length over
 :data:`~ldp.aggregators.routes.MAX_REPORT` 413), then each report's refusal or 201; a store that fails answers
-the batch's reports 500, none of them taken (the chunk was not written). ``tests/aggregators/test_front.py``
-holds the two doors to the same answers.
+the batch's reports 500, none of them taken (the chunk was not written). Every answer carries the route's CORS
+header (:func:`ldp.aggregators.cors.with_cors`), as the app's do. ``tests/aggregators/test_front.py`` holds the
+two doors to the same answers.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections import defaultdict
 from typing import Any
 from urllib.parse import unquote
 
+from ldp.aggregators.cors import ALLOW_ANY_ORIGIN, UPLOAD_PATH, with_cors
 from ldp.aggregators.routes import MAX_REPORT, refusal, task_of, upload_refusal
 from ldp.errors import AggregatorError
 from ldp.web.front import answer, body_refusal
@@ -30,9 +31,8 @@ __all__ = ["UploadBatches"]
 
 logger = logging.getLogger("ldp.aggregators")
 
-_UPLOAD = re.compile(r"/tasks/([^/]+)/reports")
-"""The upload route's path (Starlette's ``{task}``: one segment), matched on the decoded path as Starlette does."""
-_CREATED: tuple[int, list[tuple[str, bytes]], bytes] = (201, [("content-length", b"0")], b"")
+_CREATED: tuple[int, list[tuple[str, bytes]], bytes] = (
+    201, [("content-length", b"0"), (ALLOW_ANY_ORIGIN[0].decode("ascii"), ALLOW_ANY_ORIGIN[1])], b"")
 
 
 class UploadBatches:
@@ -46,7 +46,7 @@ class UploadBatches:
         rest: list[Any] = []
         by_task: dict[str, list[Any]] = defaultdict(list)
         for request in requests:
-            match = _UPLOAD.fullmatch(unquote(request.path)) if request.method == "PUT" else None
+            match = UPLOAD_PATH.fullmatch(unquote(request.path)) if request.method == "PUT" else None
             if match is None:
                 rest.append(request)
             else:
@@ -63,17 +63,17 @@ class UploadBatches:
             self.leader.task_state(task_id)
         except AggregatorError as exc:
             for request in uploads:
-                answer(request, refusal(exc, named))
+                answer(request, with_cors(refusal(exc, named)))
             return
         bodies: list[bytes] = []
         for request in uploads:
             refused = upload_refusal(self.leader, task_id, request.header("content-type"))
             body = b"" if refused is not None or request.body_error else request.body  # read once (a copy)
             if refused is not None:
-                answer(request, refusal(refused, named))
+                answer(request, with_cors(refusal(refused, named)))
             elif request.body_error or len(body) > MAX_REPORT:
-                answer(request, body_refusal(request, MAX_REPORT) or problem(
-                    413, "too_large", f"the body is over {MAX_REPORT} bytes", headers={"Connection": "close"}))
+                answer(request, with_cors(body_refusal(request, MAX_REPORT) or problem(
+                    413, "too_large", f"the body is over {MAX_REPORT} bytes", headers={"Connection": "close"})))
             else:
                 taken.append(request)
                 bodies.append(body)
@@ -88,10 +88,10 @@ class UploadBatches:
         except Exception as exc:  # noqa: BLE001 (each upload answered: none of them is stored)
             logger.error("storing %d uploads failed (%s)", len(taken), type(exc).__name__)
             for request in taken:
-                answer(request, problem(500, "internal", "the service failed on this request"))
+                answer(request, with_cors(problem(500, "internal", "the service failed on this request")))
             return
         for request, outcome in zip(taken, outcomes, strict=True):
             if outcome is None:
                 request.respond(*_CREATED)
             else:
-                answer(request, refusal(outcome, named))
+                answer(request, with_cors(refusal(outcome, named)))

@@ -1,8 +1,9 @@
 """The binding's HTTP front (issue 86, item 3; :mod:`ldp.web.front`, :mod:`ldp.aggregators.uploads`): the leader
 served through it answers every request exactly as the Starlette app answers it (a differential test, by hand and by
-hypothesis), each upload answered 201 is stored once (many threads racing the same reports in), the shares the
-front opens as uploads arrive change no outcome, and the front's own edges (a body over its limit with no length,
-a request left unanswered at close, its arguments) are refused or answered."""
+hypothesis; the CORS headers of :mod:`ldp.aggregators.cors` included, which only the two device routes carry), each
+upload answered 201 is stored once (many threads racing the same reports in), the shares the front opens as uploads
+arrive change no outcome, and the front's own edges (a body over its limit with no length, a request left
+unanswered at close, its arguments) are refused or answered."""
 
 from __future__ import annotations
 
@@ -51,9 +52,9 @@ def pair(tmp_path: Path) -> Any:
         front.stop()
 
 
-def send(front: Any, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None,
-         conn: http.client.HTTPConnection | None = None) -> tuple[int, str | None, bytes]:
-    """One request to the front: (status, Content-Type, body)."""
+def exchange(front: Any, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None,
+             conn: http.client.HTTPConnection | None = None) -> tuple[int, str | None, bytes, list[tuple[str, str]]]:
+    """One request to the front: (status, Content-Type, body, its CORS headers as :func:`cors_of` lists them)."""
     own = conn is None
     conn = conn or http.client.HTTPConnection(*front.address, timeout=30)
     try:
@@ -62,26 +63,39 @@ def send(front: Any, method: str, path: str, body: bytes = b"", headers: dict[st
         except (BrokenPipeError, ConnectionResetError):
             pass  # answered (413) and closed before the whole body was sent: the answer is read all the same
         resp = conn.getresponse()
-        return resp.status, resp.getheader("content-type"), resp.read()
+        return resp.status, resp.getheader("content-type"), resp.read(), cors_of(resp.getheaders())
     finally:
         if own:
             conn.close()
 
 
+def send(front: Any, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None,
+         conn: http.client.HTTPConnection | None = None) -> tuple[int, str | None, bytes]:
+    """One request to the front: (status, Content-Type, body)."""
+    status, ctype, data, _ = exchange(front, method, path, body, headers, conn)
+    return status, ctype, data
+
+
+def cors_of(headers: Any) -> list[tuple[str, str]]:
+    """The CORS headers among ``headers`` (``(name, value)`` pairs), names in lower case, in their order."""
+    return [(k.lower(), v) for k, v in headers if k.lower().startswith("access-control-") or k.lower() == "vary"]
+
+
 def both(w: Any, client: Any, front: Any, method: str, path: str, body: bytes = b"",
-         headers: dict[str, str] | None = None) -> tuple[tuple[int, str | None, Any], tuple[int, str | None, Any]]:
+         headers: dict[str, str] | None = None) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """The same request to the app (through Starlette's TestClient) and to the front: each (status, Content-Type,
-    body, a JSON body decoded)."""
+    body, a JSON body decoded, its CORS headers)."""
     ref = client.request(method, path, content=body, headers=headers or {}, follow_redirects=False)
-    got = send(front, method, path, body, headers)
+    got = exchange(front, method, path, body, headers)
 
-    def norm(status: int, ctype: str | None, data: bytes) -> tuple[int, str | None, Any]:
+    def norm(status: int, ctype: str | None, data: bytes, cors: list[tuple[str, str]]) -> tuple[Any, ...]:
         try:
-            return status, ctype, json.loads(data)
+            return status, ctype, json.loads(data), cors
         except ValueError:
-            return status, ctype, data
+            return status, ctype, data, cors
 
-    return norm(ref.status_code, ref.headers.get("content-type"), ref.content), norm(*got)
+    mine = norm(ref.status_code, ref.headers.get("content-type"), ref.content, cors_of(ref.headers.multi_items()))
+    return mine, norm(*got)
 
 
 def test_the_front_answers_every_route_as_the_app(pair: Any) -> None:
@@ -153,6 +167,125 @@ def test_any_request_gets_the_apps_answer(pair: Any, method: str, path: str, seg
     headers = {"Content-Type": ctype} if ctype else {}
     ref, got = both(w, client, front, method, p, body, headers)
     assert got == ref
+
+
+ORIGIN = "http://page.example:8080"
+PREFLIGHT = {"Origin": ORIGIN, "Access-Control-Request-Method": "PUT", "Access-Control-Request-Headers": "content-type"}
+ANY = [("access-control-allow-origin", "*")]
+
+
+def preflight(method: str) -> list[tuple[str, str]]:
+    """The CORS headers of a device route's preflight answer (``method``: the route's)."""
+    return [*ANY, ("access-control-allow-methods", method), ("access-control-allow-headers", "content-type"),
+            ("access-control-max-age", "86400")]
+
+
+@pytest.fixture
+def helper_pair(tmp_path: Path) -> Any:
+    """(world, a TestClient of the world's helper's app, the same helper served through the front)."""
+    from starlette.testclient import TestClient
+
+    from ldp.aggregators.http import create_app
+    from ldp.aggregators.service import front_for
+
+    w = world(tmp_path, params={"length": 4}, min_batch_size=1)
+    front = front_for(create_app(w.helper), "helper", "127.0.0.1", 0)
+    front.start()
+    try:
+        yield w, TestClient(create_app(w.helper)), front
+    finally:
+        front.stop()
+
+
+def test_the_device_routes_answer_pages_of_any_origin(pair: Any, helper_pair: Any) -> None:
+    """The leader's upload route and both aggregators' ``/hpke_config`` answer a preflight 204 with the CORS headers,
+    and carry ``Access-Control-Allow-Origin: *`` on every answer, refusals included; the collector's, the operator's
+    and the helper's aggregation routes carry none, their preflight refused as before. The same through the front
+    as through the app."""
+    w, _, client, front = pair
+    path, t = f"/tasks/{w.task.id_text}/reports", w.task.id_text
+    dap, body = {"Origin": ORIGIN, "Content-Type": DAP}, w.report(1)
+    cases = [
+        ("OPTIONS", path, b"", PREFLIGHT, 204, preflight("PUT")),
+        ("OPTIONS", "/tasks/not-a-task/reports", b"", {}, 204, preflight("PUT")),  # whatever the task and headers
+        ("OPTIONS", "/hpke_config", b"", {"Origin": ORIGIN, "Access-Control-Request-Method": "GET"}, 204,
+         preflight("GET")),
+        ("PUT", path, body, dap, 201, ANY),
+        ("PUT", path, body, dap, 409, ANY),
+        ("PUT", path, w.report(2), {"Origin": ORIGIN, "Content-Type": "text/plain"}, 415, ANY),
+        ("PUT", f"/tasks/{'A' * 43}/reports", w.report(2), dap, 404, ANY),
+        ("PUT", path, b"\x00" * (MAX_REPORT + 1), dap, 413, ANY),
+        ("PUT", path, b"no report", {"Content-Type": DAP}, 400, ANY),  # no Origin: the same answer
+        ("GET", "/hpke_config", b"", {"Origin": ORIGIN}, 200, ANY),
+        ("GET", "/hpke_config?task_id=bad", b"", {"Origin": ORIGIN}, 400, ANY),
+        ("GET", path, b"", {"Origin": ORIGIN}, 405, []),
+        ("OPTIONS", f"/tasks/{t}/collection_jobs/abc", b"", PREFLIGHT, 405, []),
+        ("PUT", f"/tasks/{t}/collection_jobs/abc", b"{}", dap, 401, []),
+        ("OPTIONS", f"/tasks/{t}/collections", b"", PREFLIGHT, 405, []),
+        ("OPTIONS", "/status", b"", PREFLIGHT, 405, []),
+        ("GET", "/status", b"", {"Origin": ORIGIN}, 401, []),
+        ("GET", "/healthz", b"", {"Origin": ORIGIN}, 200, []),
+    ]
+    for method, p, data, headers, status, cors in cases:
+        ref, got = both(w, client, front, method, p, data, headers)
+        assert got == ref and (ref[0], ref[3]) == (status, cors), (method, p, ref)
+    w, client, front = helper_pair
+    cases = [
+        ("OPTIONS", "/hpke_config", b"", PREFLIGHT, 204, preflight("GET")),
+        ("GET", "/hpke_config", b"", {"Origin": ORIGIN}, 200, ANY),
+        ("OPTIONS", path, b"", PREFLIGHT, 404, []),  # the helper takes no upload
+        ("PUT", path, w.report(1), dap, 404, []),
+        ("OPTIONS", f"/tasks/{t}/aggregation_jobs/abc", b"", PREFLIGHT, 405, []),
+        ("PUT", f"/tasks/{t}/aggregation_jobs/abc", b"", dap, 401, []),
+        ("POST", f"/tasks/{t}/aggregate_shares", b"", dap, 401, []),
+    ]
+    for method, p, data, headers, status, cors in cases:
+        ref, got = both(w, client, front, method, p, data, headers)
+        assert got == ref and (ref[0], ref[3]) == (status, cors), (method, p, ref)
+
+
+DEVICE_PATHS = {"/tasks/{t}/reports": "PUT", "/tasks/{x}/reports": "PUT", "/hpke_config": "GET",
+                "/hpke_config?task_id={x}": "GET"}
+"""The paths of the property below that may be a device route (``{x}`` one when it is one segment), each with its
+method."""
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(role=st.sampled_from(["leader", "helper"]),
+       method=st.sampled_from(["OPTIONS", "PUT", "GET", "HEAD", "POST", "DELETE"]),
+       path=st.sampled_from([*DEVICE_PATHS, "/tasks/{t}/reports/", "/tasks/{t}/aggregation_jobs/{x}",
+                             "/tasks/{t}/aggregate_shares", "/tasks/{t}/collection_jobs/{x}",
+                             "/tasks/{t}/collections", "/tasks/{t}/jobs/put_back", "/status", "/", "/healthz",
+                             "/{x}", "/hpke_config/{x}"]),
+       segment=st.text(alphabet="abcAB-_09%/", min_size=1, max_size=12),
+       origin=st.one_of(st.none(), st.just("null"), st.text(alphabet="abcz09.:/-", max_size=30),
+                        st.sampled_from(["https://app.example", "http://127.0.0.1:9"])),
+       asked=st.sampled_from([None, "PUT", "GET", "POST", "DELETE"]))
+def test_only_the_device_routes_carry_cors(pair: Any, helper_pair: Any, role: str, method: str, path: str,
+                                          segment: str, origin: str | None, asked: str | None) -> None:
+    """Any origin (none too), method, path and asked method, at either role: an answer carries CORS headers exactly
+    when it is one of the two device routes' (the leader's upload route, either's ``/hpke_config``) with their method
+    (``HEAD`` beside ``GET``) or a preflight of one — the same whatever the origin — and the front's are the app's."""
+    from urllib.parse import quote, unquote
+
+    w, client, front = (pair[0], pair[2], pair[3]) if role == "leader" else helper_pair
+    p = path.format(t=w.task.id_text, x=quote(segment, safe="/%"))
+    assume(not p.startswith("//"))
+    headers = {k: v for k, v in (("Origin", origin), ("Access-Control-Request-Method", asked)) if v is not None}
+    if method == "PUT":
+        headers["Content-Type"] = DAP
+    ref, got = both(w, client, front, method, p, b"junk" if method == "PUT" else b"", headers)
+    assert got == ref
+    one_segment = "/" not in unquote(quote(segment, safe="/%")) and path != "/tasks/{t}/reports/"
+    route = DEVICE_PATHS.get(path) if one_segment or "{x}" not in path.split("?")[0] else None
+    if route == "PUT" and role == "helper":
+        route = None
+    if route is None:
+        assert ref[3] == [], (role, method, p, ref)
+    elif method == "OPTIONS":
+        assert ref[:1] + ref[3:] == (204, preflight(route)), (role, method, p, ref)
+    else:
+        assert ref[3] == (ANY if method == route or (route, method) == ("GET", "HEAD") else []), (role, method, p)
 
 
 def test_every_upload_answered_201_is_stored_once(pair: Any) -> None:
