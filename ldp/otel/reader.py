@@ -33,9 +33,18 @@ runs once per window). A window that ends is saved as over before its reports ar
 then loses them, and never sends a window twice; one killed between a charge and its report loses the report, never
 the charge (:mod:`ldp.client.runtime`). Uploads are tried at each collection when the interval allows.
 
-**Budget.** Each window costs at most the sum of the declared metrics' ``budget.per_report``; a metric whose
-budget is spent is skipped for the window (logged), never reported twice. Needs the ``otel`` extra
-(``opentelemetry-sdk``).
+**Budget.** Each window costs at most the sum of the declared metrics' charges for one report
+(:meth:`~ldp.spec.CollectionSpec.report_charge`); a metric whose budget is spent is skipped for the window (logged),
+never reported twice. Needs the ``otel`` extra (``opentelemetry-sdk``).
+
+**Two-aggregator metrics** (``trust`` ``two-aggregator`` or ``two-aggregator+local``, docs/two-aggregators.md): the
+reader is given each declared one's task file (``tasks={metric: path, document or Task}``), which it hands to the
+client, and is refused at construction without it. The window's value is the one the table of
+:mod:`ldp.spec.otel` gives, a boolean or a category index: the protocol's value, which the client turns into the
+task's Prio3 measurement (:mod:`ldp.client.dap`), charges and queues as a DAP report line. ``upload`` with ``url``
+and ``token`` sends these reports to their tasks' leaders first; without them, a reader given tasks still sends
+them (``TelemetryClient.upload()`` without an ingest service, which sends nothing while a report for the ingest
+service waits in the state file: give ``url`` and ``token`` when the reader also reports local metrics).
 """
 
 from __future__ import annotations
@@ -84,7 +93,7 @@ except ImportError:  # pragma: no cover - the extra is missing
 
     raise ImportError(f"ldp.otel needs the OpenTelemetry SDK: {install_hint('opentelemetry-sdk', 'otel')}") from None
 
-__all__ = ["PrivatizingMetricReader", "declared_metrics", "DEFAULT_COLLECT_SECONDS"]
+__all__ = ["PrivatizingMetricReader", "declared_metrics", "check_tasks", "DEFAULT_COLLECT_SECONDS"]
 
 logger = logging.getLogger(__name__)
 """Events and counts only (windows reported, instruments dropped as misfits): never a value or a report."""
@@ -119,6 +128,21 @@ def declared_metrics(spec: CollectionSpec, instruments: Sequence[str] | None = N
         raise ValueError(f"spec {spec.name!r} declares no OpenTelemetry instrument: give a metric an \"otel\" key "
                          "(docs/opentelemetry.md)")
     return out
+
+
+def check_tasks(spec: CollectionSpec, declared: Mapping[str, Sequence[Declared]],
+                tasks: Mapping[str, Any] | None) -> None:
+    """``ValueError`` naming each ``declared`` metric collected in the two-aggregator mode that ``tasks`` holds no
+    task for: its reports are sealed to its task's aggregators, so without it each window of it would be refused
+    (``trust_model``), charged nothing and never sent. (The client checks each task given against the spec.)"""
+    missing = sorted(d.metric for ds in declared.values() for d in ds
+                     if spec.metric(d.metric).trust.startswith("two-aggregator") and d.metric not in (tasks or {}))
+    if missing:
+        named = ", ".join(f"{m!r} (trust {spec.metric(m).trust!r})" for m in missing)
+        raise ValueError(f"spec {spec.name!r} collects {named} in the two-aggregator mode, and no task was given "
+                         f"for it: PrivatizingMetricReader(..., tasks={{{missing[0]!r}: '{missing[0]}.task.json'}}), "
+                         "the file `ldp collect task --leader-config ... --helper-config ...` wrote "
+                         "(docs/two-aggregators.md)")
 
 
 def _kind_of(instrument: Any) -> str | None:
@@ -161,19 +185,24 @@ class PrivatizingMetricReader(MetricReader):
     app means to privatize, each checked against the spec now (``None``: all the spec declares).
     ``collect_seconds``: how often to collect (0: only on ``force_flush`` and shutdown); ``report_on_shutdown``:
     report the window at shutdown (see the module). ``clock``, ``rng`` and ``simulation`` go to the client (tests
-    and simulations); ``upload_options`` to :meth:`~ldp.client.TelemetryClient.upload`.
+    and simulations); ``upload_options`` to :meth:`~ldp.client.TelemetryClient.upload`. ``tasks``: the task of each
+    two-aggregator metric (the client's ``tasks``: per metric, its task file's path, its parsed document or a
+    :class:`~ldp.aggregators.task.Task`).
 
     Refused at construction, with a :class:`ValueError` that says why: a spec that declares none of the
-    instruments (or not one named in ``instruments``), a bad period. The spec itself refuses a mapping whose
-    window value its protocol cannot encode (:class:`~ldp.errors.SpecError`)."""
+    instruments (or not one named in ``instruments``), a bad period, a declared two-aggregator metric without its
+    task (or a task that is not the metric's under the spec). The spec itself refuses a mapping whose window value
+    its protocol cannot encode (:class:`~ldp.errors.SpecError`)."""
 
     def __init__(self, spec: CollectionSpec | str | os.PathLike[str], state_path: str | os.PathLike[str], *,
                  url: str | Sequence[str] | None = None, token: str | None = None,
                  instruments: Sequence[str] | None = None, collect_seconds: float = DEFAULT_COLLECT_SECONDS,
                  report_on_shutdown: bool = False, clock: Callable[[], float] = time.time, rng: Any = None,
-                 simulation: bool = False, upload_options: Mapping[str, Any] | None = None) -> None:
+                 simulation: bool = False, upload_options: Mapping[str, Any] | None = None,
+                 tasks: Mapping[str, Any] | None = None) -> None:
         self.spec = spec if isinstance(spec, CollectionSpec) else CollectionSpec.load(spec)
         self.declared = declared_metrics(self.spec, instruments)
+        check_tasks(self.spec, self.declared, tasks)
         if isinstance(collect_seconds, bool) or not isinstance(collect_seconds, (int, float)) or not (
                 collect_seconds == 0 or 0.05 <= collect_seconds < float("inf")):
             raise ValueError(f"collect_seconds must be 0 or a number of seconds >= 0.05, got {collect_seconds!r}")
@@ -182,6 +211,7 @@ class PrivatizingMetricReader(MetricReader):
         self.state_path = Path(state_path)
         self.tally_path = self.state_path.with_name(self.state_path.name + ".otel.json")
         self.url, self.token = url, token
+        self._dap = bool(tasks)
         self.report_on_shutdown = bool(report_on_shutdown)
         self.upload_options = dict(upload_options or {})
         self._misfit_keys: set[str] = set()
@@ -199,8 +229,12 @@ class PrivatizingMetricReader(MetricReader):
         def client_clock() -> float:
             return self._backdate if self._backdate is not None else clock()
 
-        self._client = self._worker.submit(TelemetryClient, self.spec, self.state_path, clock=client_clock,
-                                           rng=rng, simulation=simulation).result()
+        try:
+            self._client = self._worker.submit(TelemetryClient, self.spec, self.state_path, clock=client_clock,
+                                               rng=rng, simulation=simulation, tasks=tasks).result()
+        except BaseException:  # e.g. a task that is not its metric's: no thread is left behind
+            self._worker.stop()
+            raise
         self._all = [d for ds in self.declared.values() for d in ds]
         self._tally = self._load_tally()
         aggregation = _SpecAggregation(self)
@@ -268,8 +302,14 @@ class PrivatizingMetricReader(MetricReader):
 
     # -- what the device holds ------------------------------------------------------------------------------------
     def pending(self) -> list[str]:
-        """The report lines waiting for upload: the exact bytes that will leave the device (one envelope each)."""
-        return [item.line for item in self._worker.submit(self._client.pending).result()]
+        """The report lines waiting for upload: each two-aggregator report's line first
+        (:func:`ldp.client.dap.dap_line`: its task ID and the sealed DAP report its leader gets), then the next batch
+        for the ingest service (the exact bytes that will leave the device, one envelope each)."""
+        def lines() -> list[str]:
+            dap = [line for _, _, line in self._client._outbox.dap_pending(1 << 62)]  # all of them
+            return dap + [item.line for item in self._client.pending()]
+
+        return self._worker.submit(lines).result()
 
     def spent(self, metric: str | None = None, period: str = "window") -> Any:
         """What the device's ledger has charged (:meth:`ldp.client.TelemetryClient.spent`: one ``metric`` or all,
@@ -332,14 +372,17 @@ class PrivatizingMetricReader(MetricReader):
         return outcome
 
     def _upload(self) -> None:
-        if self.url is None or self.token is None or not self._client.has_pending():
+        """Upload when reports wait and the interval allows: to ``url`` (the two-aggregator reports first, to their
+        leaders), or without ``url`` the two-aggregator reports only, when the reader was given tasks."""
+        if (self.url is None and not self._dap) or not self._client.has_pending():
             return
         if self._client.next_upload_at() > self._clock():
             return
         try:
             self._client.upload(self.url, self.token, **self.upload_options)
         except Exception as exc:  # noqa: BLE001 - the reports stay in the outbox for the next try
-            logger.warning("upload to %s failed (%s); the reports stay queued", self.url, type(exc).__name__)
+            where = self.url if self.url is not None else "the tasks' leaders"
+            logger.warning("upload to %s failed (%s); the reports stay queued", where, type(exc).__name__)
 
     def _every(self, seconds: float) -> None:
         while not self._done.wait(seconds):

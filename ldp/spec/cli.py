@@ -121,7 +121,7 @@ def summary(spec: CollectionSpec) -> str:
         if (loc := spec.candidates(m.name)) is not None:
             missing = isinstance(loc, Path) and not loc.exists()
             lines.append(f"candidates of {m.name}: {loc}" + (" (file not found)" if missing else ""))
-    return "\n".join(lines + otel_lines(list(spec.metrics.values())))
+    return "\n".join(lines + otel_lines(list(spec.metrics.values()), spec.report_charge))
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

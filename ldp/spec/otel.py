@@ -28,7 +28,7 @@ Ties go to the lowest bucket or category, or the smallest string. Standard libra
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -225,12 +225,16 @@ _NOUNS = {"any": "a boolean", "sum": "a number", "last": "a number", "mean": "a 
           "number": "a number", "string": "a string"}
 
 
-def otel_lines(metrics: Sequence[Any]) -> list[str]:
+def otel_lines(metrics: Sequence[Any], charge: Callable[[str], Any] | None = None) -> list[str]:
     """What ``ldp spec validate`` says of the OpenTelemetry instruments of ``metrics`` (the spec's
-    :class:`~ldp.spec.schema.MetricSpec` s): one line per mapping, and what one window of them costs a device."""
+    :class:`~ldp.spec.schema.MetricSpec` s): one line per mapping, and what one window of them costs a device.
+    ``charge``: what the ledger charges for one report of a metric, by name (the spec's
+    :meth:`~ldp.spec.CollectionSpec.report_charge`: a ``two-aggregator`` metric's ``per_report``); by default the
+    protocol's cost."""
     mapped = [m for m in metrics if m.otel is not None]
     if not mapped:
         return []
+    cost = {m.name: charge(m.name) if charge is not None else m.params.privacy_cost for m in mapped}
     lines = ["OpenTelemetry instruments (a privatizing reader reports one value of each per window; every other "
              "instrument is dropped on the device):"]
     for m in sorted(mapped, key=lambda m: (m.otel.key, m.name)):
@@ -239,9 +243,11 @@ def otel_lines(metrics: Sequence[Any]) -> list[str]:
                f"the bucket of bounds {list(o.buckets or ())} with most observations" if o.value == "bucket" else
                {"any": "whether it counted anything", "sum": "the window's sum", "last": "the last value",
                 "mean": "the mean observation"}[o.value])
-        lines.append(f"  {o.instrument} ({o.kind}) -> {m.name}: {how}, by {m.protocol} ({m.params.privacy_cost})")
-    total = sum(m.params.privacy_cost.epsilon for m in mapped)
-    delta = sum(m.params.privacy_cost.delta for m in mapped)
+        shared = f", in Prio3 shares to two aggregators ({m.trust}: the reader needs its task)" \
+            if m.trust.startswith("two-aggregator") else ""
+        lines.append(f"  {o.instrument} ({o.kind}) -> {m.name}: {how}, by {m.protocol}{shared} ({cost[m.name]})")
+    total = sum(c.epsilon for c in cost.values())
+    delta = sum(c.delta for c in cost.values())
     lines.append(f"  one window of these costs a device at most ε={total:g}" + (f", δ={delta:g}" if delta else "")
                  + " (basic composition of one report each)")
     return lines

@@ -5,6 +5,7 @@
  */
 import { AggregationType, DataPointType, InstrumentType } from "@opentelemetry/sdk-metrics";
 import type { AggregationOption, MetricData } from "@opentelemetry/sdk-metrics";
+import type { TwoAggregatorMetrics } from "../dap-hooks.js";
 import type { CollectionSpec } from "../spec.js";
 import type { OtelKind } from "../spec-metric.js";
 import { otelCategories, otelValueClass } from "../spec-otel.js";
@@ -49,6 +50,24 @@ export function declaredMetrics(spec: CollectionSpec, instruments?: readonly str
       '"otel" key (docs/opentelemetry.md)');
   }
   return out;
+}
+
+/**
+ * A `RangeError` naming each `declared` metric collected in the two-aggregator mode (`trust` `two-aggregator` or
+ * `two-aggregator+local`) that `twoAggregator` (`ClientOptions.twoAggregator`) holds no task for: its reports are
+ * sealed to its task's aggregators, so without one each window of it would be refused (`trust_model`), charged
+ * nothing and never sent. (`twoAggregatorMetrics` of `ldp-telemetry-client/dap` checks each task against the spec.)
+ */
+export function checkTasks(spec: CollectionSpec, declared: ReadonlyMap<string, readonly Declared[]>,
+  twoAggregator: TwoAggregatorMetrics | undefined): void {
+  const missing = [...declared.values()].flat().map((d) => d.metric)
+    .filter((m) => spec.metric(m).trust.startsWith("two-aggregator") && !twoAggregator?.metrics.has(m)).sort();
+  if (!missing.length) return;
+  const named = missing.map((m) => `${JSON.stringify(m)} (trust ${spec.metric(m).trust})`).join(", ");
+  throw new RangeError(`spec ${JSON.stringify(spec.name)} collects ${named} in the two-aggregator mode, and no task ` +
+    `was given for it: new PrivatizingMetricReader({ ..., twoAggregator: twoAggregatorMetrics(spec, ` +
+    `{ ${missing[0]}: taskFileText }) }) (ldp-telemetry-client/dap; the file \`ldp collect task --leader-config ... ` +
+    "--helper-config ...` wrote; docs/two-aggregators.md)");
 }
 
 /** The SDK's aggregation for each instrument type (see the module): the drop aggregation for a type no declared

@@ -40,6 +40,15 @@
  * skipped for the window, never reported twice. While the device is opted out (`TelemetryClient.optOut`), the
  * reader keeps no tally and records nothing.
  *
+ * **Two-aggregator metrics** (`trust` `two-aggregator` or `two-aggregator+local`, docs/two-aggregators.md): the reader
+ * is given their tasks as `twoAggregator` (what `twoAggregatorMetrics` of `ldp-telemetry-client/dap` makes, after
+ * `loadDap()`), which it hands to its client, and is refused at construction when a declared one has none. The
+ * window's value is the one the spec's `otel` table gives, a boolean or a category index: the protocol's value, which
+ * the client turns into the task's Prio3 measurement, charges and queues as a DAP report line. Uploads with `url` and
+ * `token` send these reports to their tasks' leaders first (`TelemetryClient.upload`); without them, a reader given
+ * tasks still sends them (`TelemetryClient.uploadReports`, until the outbox's head is a report for the ingest
+ * service). This entry only imports the `dap` entry's types: its WebAssembly is loaded by the app that uses it.
+ *
  * Browser-safe: nothing here imports `node:*`. What the SDK is told about the instruments is `instruments.ts`; the
  * window values, `window.ts`; the tally in the device's state, `tally-store.ts`.
  */
@@ -47,6 +56,7 @@ import { diag } from "@opentelemetry/api";
 import { AggregationTemporality, DataPointType, MetricReader } from "@opentelemetry/sdk-metrics";
 import type { MetricData } from "@opentelemetry/sdk-metrics";
 import { TelemetryClient } from "../client.js";
+import type { TwoAggregatorMetrics } from "../dap-hooks.js";
 import type { Endpoints } from "../endpoints.js";
 import { BudgetExceeded, LdpRefusal, OptedOutError, OutboxFullError } from "../errors.js";
 import type { RandomSource } from "../random.js";
@@ -54,7 +64,7 @@ import type { CollectionSpec } from "../spec.js";
 import { IndexedDBStore } from "../indexeddb-store.js";
 import type { StateStore } from "../state.js";
 import type { UploadOptions } from "../uploader.js";
-import { aggregationFor, declaredMetrics, kindOfData } from "./instruments.js";
+import { aggregationFor, checkTasks, declaredMetrics, kindOfData } from "./instruments.js";
 import { loadTally, saveTally } from "./tally-store.js";
 import { WindowTally } from "./window.js";
 import type { Declared, TallyPoint, WindowValue } from "./window.js";
@@ -106,6 +116,9 @@ export interface PrivatizingReaderOptions {
   readonly maxOutboxBytes?: number;
   /** How to upload (`TelemetryClient.upload`'s options). */
   readonly uploadOptions?: UploadOptions;
+  /** The two-aggregator metrics' tasks, for the client (`ClientOptions.twoAggregator`: `twoAggregatorMetrics(spec,
+   * tasks)` of `ldp-telemetry-client/dap`); required when a declared metric's `trust` is a two-aggregator one. */
+  readonly twoAggregator?: TwoAggregatorMetrics;
 }
 
 /** The outcome of a refused record, or `null` for an error that is not a refusal (thrown on). */
@@ -123,7 +136,8 @@ function outcomeOf(err: unknown): RecordOutcome | null {
  *
  * Refused at construction, with a `RangeError` that says why: a spec that declares none of the instruments, an
  * `instruments` list naming one the spec does not declare, a bad `collectIntervalMillis`, `url` without `token` (or
- * the reverse), no `store` where there is no IndexedDB (Node). The spec itself refuses a mapping whose window value
+ * the reverse), no `store` where there is no IndexedDB (Node), a declared two-aggregator metric without its task in
+ * `twoAggregator`. The spec itself refuses a mapping whose window value
  * its protocol cannot encode (`SpecError`). Opening the device's state is asynchronous: a store that cannot be opened
  * makes `forceFlush`, `closeWindow` and `shutdown` reject (and is logged).
  */
@@ -145,6 +159,8 @@ export class PrivatizingMetricReader extends MetricReader {
   private readonly reportOnShutdown: boolean;
   private readonly clock: () => number;
   private readonly uploadOptions: UploadOptions;
+  /** Whether the reader was given tasks: without `url`, it then sends the two-aggregator reports alone. */
+  private readonly dap: boolean;
   private readonly opened: Promise<TelemetryClient>;
   private tally: WindowTally;
   /** The client's clock while a window's reports are recorded (the window's last millisecond). */
@@ -156,6 +172,7 @@ export class PrivatizingMetricReader extends MetricReader {
 
   constructor(options: PrivatizingReaderOptions) {
     const declared = declaredMetrics(options.spec, options.instruments);
+    checkTasks(options.spec, declared, options.twoAggregator);
     const interval = options.collectIntervalMillis ?? DEFAULT_COLLECT_INTERVAL_MILLIS;
     if (!(interval === 0 || (interval >= 50 && Number.isFinite(interval)))) {
       throw new RangeError(`collectIntervalMillis must be 0 or a number of milliseconds >= 50, got ${String(interval)}`);
@@ -182,10 +199,12 @@ export class PrivatizingMetricReader extends MetricReader {
     const clock = options.clock ?? (() => Date.now() / 1000);
     this.clock = clock;
     this.uploadOptions = { ...options.uploadOptions };
+    this.dap = options.twoAggregator !== undefined;
     this.tally = new WindowTally(this.window());
     this.opened = this.serial(async () => {
       const client = await TelemetryClient.open(this.spec, this.store, {
         clock: () => this.backdate ?? clock(), rng: options.rng, maxOutboxBytes: options.maxOutboxBytes,
+        twoAggregator: options.twoAggregator,
       });
       this.tally = await loadTally(this.store, this.spec, this.tally);
       await this.roll(client, this.window()); // a window that ended while nothing ran is reported now
@@ -200,7 +219,8 @@ export class PrivatizingMetricReader extends MetricReader {
     return this.opened;
   }
 
-  /** The report lines waiting for upload: the exact bytes that will leave the device (one envelope each). */
+  /** The report lines waiting for upload, oldest first: the exact bytes that will leave the device (one envelope
+   * each; a two-aggregator report's line holds its task ID and the sealed DAP report its leader gets). */
   async pending(): Promise<string[]> {
     await this.opened;
     const items = await this.store.transact((tx) => tx.head(tx.pending), { readOnly: true, head: Infinity });
@@ -358,15 +378,17 @@ export class PrivatizingMetricReader extends MetricReader {
   }
 
   /** Upload the outbox if reports wait and the spec's interval allows (one upload at a time; a failure leaves the
-   * reports queued for the next try). */
+   * reports queued for the next try): to `url`, the two-aggregator reports first, to their leaders; without `url`,
+   * the two-aggregator reports alone when the reader was given tasks. */
   private upload(): Promise<void> {
-    if (this.url === undefined || this.token === undefined) return Promise.resolve();
     const url = this.url, token = this.token;
+    if ((url === undefined || token === undefined) && !this.dap) return Promise.resolve();
     this.uploading ??= (async () => {
       const client = await this.opened;
       if (!(await client.hasPending()) || (await client.nextUploadAt()) > this.clock()) return;
       try {
-        await client.upload(url, token, this.uploadOptions);
+        if (url !== undefined && token !== undefined) await client.upload(url, token, this.uploadOptions);
+        else await client.uploadReports(this.uploadOptions);
       } catch (err) {
         diag.warn(`ldp: upload failed (${(err as Error)?.name ?? "error"}); the reports stay queued`);
       }
