@@ -790,6 +790,14 @@ void ldp_request_free(struct LdpRequest *request);
  * shuffle the array per device. Refused before anything is sent: a null or empty array or a null entry
  * (`LDP_INVALID_ARGUMENT`), a URL that is not `http(s)://host/...` or the same URL twice (`LDP_VALUE_ERROR`).
  *
+ * Two-aggregator reports (`ldp_client_add_task`, feature `prio`) go first, each alone to its task's leader (no
+ * token), in the order they were recorded with the collector's batches: 201 and 409 `report_replayed` acknowledge
+ * it, a 400 whose code no retry changes deletes it (counted in `rejected`), `report_too_early` keeps it and ends the
+ * call (`stopped` 1), no answer, 408, 429 and 5xx are retried (8 requests), anything else is
+ * `LDP_UPLOAD_REJECTED`, the report kept. A device with no report for the collector may pass no collector:
+ * `endpoints` null, `n_endpoints` 0 and `token` null (refused with `LDP_VALUE_ERROR` while a report for the
+ * collector waits).
+ *
  * One upload at a time per client: calls on one client from any threads, and on the clients of one state folder
  * in this process, take turns. A call that finds another one uploading waits for it, at most until its own
  * `call_timeout_seconds` (without one, as long as it takes), then sends what is still pending: what the other call
@@ -1011,6 +1019,25 @@ enum LdpStatus ldp_dap_task_report_with_random(const struct LdpDapTask *task,
                                                const uint8_t *rand,
                                                size_t rand_len,
                                                struct LdpDapReport **out);
+#endif
+
+#if defined(LDP_CLIENT_PRIO)
+/**
+ * Gives `client` the task of a two-aggregator metric: the task file in `json` (`len` bytes of UTF-8 JSON, what `ldp
+ * collect task --leader-config … --helper-config …` wrote), for the metric it names. Until a metric has its task,
+ * `ldp_client_record_*` refuse it (`LDP_VALUE_ERROR`, code `trust_model`); with it, each value recorded is charged
+ * to the ledger (the spec's `per_report` for `two-aggregator`, the protocol's ε for `two-aggregator+local`; at
+ * most the task's `reports_per_window` reports a window), made into a DAP-09 report sealed to both aggregators, and
+ * queued; `ldp_client_upload` sends it to the task's leader. A task given again replaces the first (rotated keys).
+ * Refused (`LDP_VALUE_ERROR`, the message naming the member), nothing changed: a document that is no task file, a
+ * metric that is no two-aggregator metric of the client's spec, a task that is not the metric's under the spec
+ * (window, trust model, Prio3 type and parameters, reports a window, local protocol), no `hpke_configs`. The task
+ * is the client handle's, not the state folder's: give it each time the client is opened.
+ *
+ * # Safety
+ * `client` is a live handle; `json` points to `len` readable bytes.
+ */
+enum LdpStatus ldp_client_add_task(const struct LdpClient *client, const uint8_t *json, size_t len);
 #endif
 
 #if defined(LDP_CLIENT_PRIO)

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::cost::PrivacyCost;
 use crate::encoder::Encoder;
@@ -15,8 +15,32 @@ use crate::random::RandomSource;
 use crate::spec::CollectionSpec;
 
 mod builder;
+#[cfg(feature = "prio")]
+mod dap;
 mod outbox;
 mod record;
+
+/// Without the `prio` feature no task can be given, so no two-aggregator report is made (such a metric is refused:
+/// [`crate::RefusalCode::TrustModel`]): the task type has no value.
+#[cfg(not(feature = "prio"))]
+mod dap {
+    use crate::encoder::{Charge, Encoder, Prepared};
+    use crate::error::Result;
+
+    #[derive(Debug)]
+    pub(crate) enum DapTask {}
+
+    impl DapTask {
+        pub(crate) fn charge(&self) -> Charge {
+            match *self {}
+        }
+        pub(crate) fn line(&self, _: &mut Encoder, _: &Prepared, _: f64, _: i64) -> Result<String> {
+            match *self {}
+        }
+    }
+}
+
+use dap::DapTask;
 
 pub use builder::ClientBuilder;
 use builder::SharedRng;
@@ -59,6 +83,11 @@ pub struct Counts {
 /// bounded ([`ClientBuilder::max_outbox_bytes`]): a report that would not fit is an [`Error::OutboxFull`], nothing
 /// charged. [`TelemetryClient::opt_out`] stops collection on the device.
 ///
+/// A two-aggregator metric (feature `prio`) is recorded once its task is given (`ClientBuilder::task`): each value
+/// charged ([`CollectionSpec::report_charge`], capped at [`CollectionSpec::device_window_cap`] a window), sealed as a
+/// DAP-09 report to the task's two aggregators and queued in the same outbox, for its leader
+/// ([`Outbox::next_dap_report`](crate::upload::Outbox::next_dap_report); the `Uploader` sends it).
+///
 /// The device secret (32 bytes of the OS generator, made on first use, never sent) and the state live in the
 /// store (a [`crate::ledger::FileStore`] in an app). Queries (`spent`, `pending`, …) only read it. A client is
 /// `Send + Sync`: every call runs under the store's lock, and any number of clients, in threads or processes, may
@@ -71,6 +100,8 @@ pub struct TelemetryClient {
     rng: SharedRng,
     encoders: Mutex<Encoders>,
     max_outbox_bytes: u64,
+    /// The tasks of the two-aggregator metrics given (feature `prio`), by metric.
+    tasks: RwLock<HashMap<String, Arc<DapTask>>>,
 }
 
 /// The encoders of one device secret (a secret drawn anew, by an opt-in here or in another process, drops them: their
@@ -108,6 +139,24 @@ impl TelemetryClient {
     /// The outbox's cap in bytes ([`ClientBuilder::max_outbox_bytes`]).
     pub fn max_outbox_bytes(&self) -> u64 {
         self.max_outbox_bytes
+    }
+
+    /// Gives this client the task of two-aggregator `metric` (feature `prio`), as [`ClientBuilder::task`] does, or
+    /// replaces the one it had (the aggregators' keys rotated: reports recorded before keep their seal and go to
+    /// the task ID they name). Refused, nothing changed: a metric of the spec that is no two-aggregator metric, a
+    /// task file that is not this metric's task under the spec ([`ClientBuilder::task`] says what is checked).
+    #[cfg(feature = "prio")]
+    pub fn add_task(&self, metric: &str, task: crate::dap::TaskFile) -> Result<()> {
+        let task = Arc::new(DapTask::new(&self.spec, metric, task)?);
+        let mut tasks = self.tasks.write().map_err(|_| Error::Internal("the tasks' lock is poisoned".into()))?;
+        tasks.insert(metric.to_string(), task);
+        Ok(())
+    }
+
+    /// The task of `metric`, if it was given.
+    fn task(&self, metric: &str) -> Result<Option<Arc<DapTask>>> {
+        let tasks = self.tasks.read().map_err(|_| Error::Internal("the tasks' lock is poisoned".into()))?;
+        Ok(tasks.get(metric).cloned())
     }
 
     /// Stops collection on this device, in one crash-safe transaction: deletes every pending report (counted per

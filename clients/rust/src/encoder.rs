@@ -171,6 +171,17 @@ impl Prepared {
     pub fn charge(&self) -> &Charge {
         &self.charge
     }
+
+    /// The checked value as an index of the protocol's domain, for a protocol whose checked value is one (`rr`'s
+    /// bit as 0 or 1; the index of `grr`, `sue`, `oue`, `pgr`, `hpg`): the exact measurement of a `two-aggregator`
+    /// metric (Python's `int(prepared)`). `None` for other protocols.
+    #[cfg_attr(not(feature = "prio"), allow(dead_code))]
+    pub(crate) fn index(&self) -> Option<u64> {
+        match self.value.downcast_ref::<u64>() {
+            Some(i) => Some(*i),
+            None => self.value.downcast_ref::<bool>().map(|b| u64::from(*b)),
+        }
+    }
 }
 
 impl fmt::Debug for Prepared {

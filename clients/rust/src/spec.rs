@@ -45,8 +45,9 @@ pub struct Budget {
 /// Whom a metric's guarantee trusts: the spec's `trust` (`TRUST_MODELS` of `ldp/spec/schema.py`).
 ///
 /// [`TelemetryClient::record`](crate::TelemetryClient::record) randomizes and queues the values of a `Local` or
-/// `Shuffle` metric; it refuses those of a two-aggregator one ([`RefusalCode::TrustModel`](crate::RefusalCode)),
-/// whose values go to two aggregators, secret-shared (`ldp_client::prio3` and `ldp_client::dap`, feature `prio`).
+/// `Shuffle` metric; those of a two-aggregator one go to two aggregators, secret-shared: given the metric's task
+/// (feature `prio`: `ClientBuilder::task`), it seals each value to them (`ldp_client::prio3`, `ldp_client::dap`);
+/// without it, it refuses them ([`RefusalCode::TrustModel`](crate::RefusalCode)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum TrustModel {
     /// No one: each report is randomized on the device (the default).
@@ -219,6 +220,47 @@ impl CollectionSpec {
             let names: Vec<&str> = self.metrics.iter().map(|m| m.name.as_str()).collect();
             Error::value(format!("no metric {name:?} in collection {:?} (metrics: {})", self.name, names.join(", ")))
         })
+    }
+
+    /// What the device's ledger is charged for one report of `metric` of a one-report protocol (Python's
+    /// `CollectionSpec.report_charge`): the protocol's local cost when the device randomizes (`local`, `shuffle`,
+    /// `two-aggregator+local`); for a `two-aggregator` metric, whose exact value is secret-shared, the spec's
+    /// `budget.per_report`.
+    pub fn report_charge(&self, metric: &str) -> Result<PrivacyCost> {
+        let m = self.metric(metric)?;
+        Ok(match m.trust {
+            TrustModel::TwoAggregator => m.budget.per_report.unwrap_or_else(|| m.params.privacy_cost()),
+            _ => m.params.privacy_cost(),
+        })
+    }
+
+    /// The most reports of `metric` one device sends in a window (Python's `CollectionSpec.reports_per_window`): its
+    /// per-window cap (the metric's, else the collection's) over its per-report cost, `max(1, ⌊cap.ε / per.ε +
+    /// 1e-9⌋)`; `None` without a per-window cap.
+    pub fn reports_per_window(&self, metric: &str) -> Result<Option<u64>> {
+        let m = self.metric(metric)?;
+        let cap = m.budget.per_window.or(self.budget.per_window);
+        let per = m.budget.per_report.unwrap_or_else(|| m.params.privacy_cost());
+        Ok(match cap {
+            Some(cap) if per.epsilon > 0.0 => Some(((cap.epsilon / per.epsilon + 1e-9).floor() as u64).max(1)),
+            _ => None,
+        })
+    }
+
+    /// The per-window cap of `metric` on the device's ledger (Python's `CollectionSpec.device_window_cap`): the
+    /// spec's for a metric of the local or shuffle model; for a two-aggregator metric, k reports'
+    /// [`CollectionSpec::report_charge`], k its [`CollectionSpec::reports_per_window`] (one when the spec caps
+    /// none), so that a device sends at most the k reports a window its task's central guarantee counts
+    /// (`two-aggregator+local` charges its local ε, less than `per_report`: the spec's cap alone would let more
+    /// through). The same double products as Python's, so the caps are the same numbers in every client.
+    pub fn device_window_cap(&self, metric: &str) -> Result<Option<PrivacyCost>> {
+        let m = self.metric(metric)?;
+        if !m.trust.two_aggregator() {
+            return Ok(m.budget.per_window);
+        }
+        let charge = self.report_charge(metric)?;
+        let k = self.reports_per_window(metric)?.unwrap_or(1) as f64;
+        Ok(Some(PrivacyCost::new(charge.epsilon * k, charge.delta * k)))
     }
 
     /// The normalized document without release thresholds, with Python's number forms: what the fingerprint hashes.

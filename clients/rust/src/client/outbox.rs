@@ -5,7 +5,18 @@ use super::{device_of, state_of, TelemetryClient};
 use crate::bytes::hmac_sha256;
 use crate::error::{Error, Result};
 use crate::ledger::{self, count_up, transact, view, DeviceState, OutboxRecord, PinnedPart, StoreView};
+#[cfg(feature = "prio")]
+use crate::upload::DapUpload;
 use crate::upload::{Batch, Outbox, OutboxKey, PendingReport};
+
+/// An `info` line of the `log` facade (feature `uploader`; nothing without it).
+#[cfg(feature = "prio")]
+fn log_info(message: &str) {
+    #[cfg(feature = "uploader")]
+    log::info!("{message}");
+    #[cfg(not(feature = "uploader"))]
+    let _ = message;
+}
 
 const BATCH_TAG: &[u8] = b"ldp/client/batch-id/v1\0";
 
@@ -18,6 +29,20 @@ pub fn batch_id(salt: &[u8], ids: &[u64], lines: &[&str]) -> Result<String> {
 }
 
 impl TelemetryClient {
+    /// Whether `metric`'s reports go to two aggregators (the two-aggregator lane), not to the collector.
+    fn two_aggregator(&self, metric: &str) -> bool {
+        self.spec.metric(metric).is_ok_and(|m| m.trust.two_aggregator())
+    }
+
+    /// The collector's reports at the head of the outbox, at most `n`: up to the first two-aggregator report (the
+    /// lanes share one queue, so each sends only from the head).
+    fn collector_head(&self, v: &mut dyn StoreView, n: usize) -> Result<Vec<OutboxRecord>> {
+        let mut records = v.head(n)?;
+        let cut = records.iter().position(|r| self.two_aggregator(&r.metric)).unwrap_or(records.len());
+        records.truncate(cut);
+        Ok(records)
+    }
+
     fn part(v: &mut dyn StoreView, p: &PinnedPart) -> Result<Batch> {
         let records = v.head((p.last - p.first + 1) as usize)?;
         if records.first().map(|r| r.id) != Some(p.first) || records.last().map(|r| r.id) != Some(p.last) {
@@ -51,6 +76,7 @@ impl TelemetryClient {
         let now = ledger::check_clock(reading)?.max(state.clock.unwrap_or(f64::NEG_INFINITY));
         if state.last_upload.is_some_and(|last| now < last + self.spec.min_interval_seconds as f64)
             || v.pending_count() == 0
+            || self.collector_head(v, 1)?.is_empty()
         {
             return Ok(Some(None));
         }
@@ -73,7 +99,7 @@ impl Outbox for TelemetryClient {
                 return Ok(answer); // another process pinned or sent meanwhile
             }
             let n = limit.unwrap_or(self.spec.max_batch).min(self.spec.max_batch);
-            let records = tx.head(n)?;
+            let records = self.collector_head(tx, n)?;
             let state = state_of(tx)?;
             let p = Self::pin(state, &records)?;
             state.parts.push(p.clone());
@@ -133,6 +159,47 @@ impl Outbox for TelemetryClient {
 
     fn has_pending(&self) -> Result<bool> {
         Ok(self.pending()? > 0)
+    }
+
+    /// The report at the head of the outbox if it is a two-aggregator one whose task was given: its line's report,
+    /// for the URL of its task's leader and the task ID the line names.
+    #[cfg(feature = "prio")]
+    fn next_dap_report(&self) -> Result<Option<DapUpload>> {
+        let Some(head) =
+            view(self.store.as_ref(), |v| Ok(if device_of(v)?.opted_out() { None } else { v.head(1)?.pop() }))?
+        else {
+            return Ok(None);
+        };
+        if !self.two_aggregator(&head.metric) {
+            return Ok(None);
+        }
+        let Some(task) = self.task(&head.metric)? else {
+            log_info(&format!("a pending report of {:?} waits: no task was given for it", head.metric));
+            return Ok(None);
+        };
+        let (task_id, body) = super::dap::parse_dap_line(&head.line).ok_or_else(|| {
+            Error::Ledger(format!("the client's state is damaged: outbox report {} is no DAP report line", head.id))
+        })?;
+        let url = format!("{}/tasks/{task_id}/reports", task.file().leader_url.trim_end_matches('/'));
+        Ok(Some(DapUpload { id: head.id, url, body }))
+    }
+
+    fn acknowledge_dap_report(&self, id: u64) -> Result<usize> {
+        transact(self.store.as_ref(), |tx| {
+            let head = tx.head(1)?;
+            let Some(r) = head.first().filter(|r| r.id == id && self.two_aggregator(&r.metric)) else { return Ok(0) };
+            let metric = r.metric.clone();
+            tx.drop_head(1)?;
+            count_up(&mut state_of(tx)?.uploaded, &metric, 1);
+            Ok(1)
+        })
+    }
+
+    fn has_collector_pending(&self) -> Result<bool> {
+        view(self.store.as_ref(), |v| {
+            let n = usize::try_from(v.pending_count()).unwrap_or(usize::MAX);
+            Ok(v.head(n)?.iter().any(|r| !self.two_aggregator(&r.metric)))
+        })
     }
 
     /// The store's key ([`StateStore::upload_key`](crate::ledger::StateStore::upload_key)): the clients of one

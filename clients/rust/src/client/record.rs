@@ -2,12 +2,17 @@
 
 use serde_json::Value;
 
-use super::{state_of, Encoders, TelemetryClient};
+use std::sync::Arc;
+
+use super::{state_of, DapTask, Encoders, TelemetryClient};
 use crate::bytes::metric_secret;
 use crate::encoder::{envelope_json, Encoder, EncoderOptions};
 use crate::error::{Error, Refusal, RefusalCode, Result};
 use crate::ledger::{self, outbox_bytes, transact, DeviceState, OutboxRecord, StoreTransaction};
 use crate::random::RandomSource;
+
+/// The items of a record call, and the task of each (`None`: not a two-aggregator metric).
+type Items<'a> = (&'a [(&'a str, &'a Value)], &'a [Option<Arc<DapTask>>]);
 
 /// An item of [`TelemetryClient::record_many`] refused: [`Error::Item`] (`record_many item 2 ("metric"): …`).
 fn name_item(item: Option<usize>, metric: &str, e: Error) -> Error {
@@ -44,22 +49,26 @@ impl TelemetryClient {
     /// Records `items` in one transaction, all or nothing (`many`: name the refused item in errors).
     fn record_items(&self, items: &[(&str, &Value)], many: bool) -> Result<Vec<u64>> {
         let item = |i: usize| many.then_some(i);
+        let mut tasks: Vec<Option<Arc<DapTask>>> = Vec::with_capacity(items.len());
         for (i, (metric, _)) in items.iter().enumerate() {
             let m = self.spec.metric(metric).map_err(|e| name_item(item(i), metric, e))?;
-            if m.trust.two_aggregator() {
+            let task = if m.trust.two_aggregator() { self.task(metric)? } else { None };
+            if m.trust.two_aggregator() && task.is_none() {
                 // A value the spec sends to two aggregators, secret-shared, is never randomized to one collector:
-                // refused before the value is looked at (the Python client does the same).
+                // without its task (or the `prio` feature) it is refused before the value is looked at (the Python
+                // client does the same).
                 let refusal =
                     Refusal::value(RefusalCode::TrustModel).with("metric", *metric).with("trust", m.trust.as_str());
                 return Err(name_item(item(i), metric, Error::Refusal(refusal)));
             }
+            tasks.push(task);
         }
         let reading = (self.clock)();
         let mut cache = self.encoders.lock().map_err(|_| Error::Internal("the encoders' lock is poisoned".into()))?;
         let mut fresh = Vec::new();
         let result = transact(self.store.as_ref(), |tx| {
             fresh.clear();
-            self.record_in(tx, &mut cache, &mut fresh, items, many, reading)
+            self.record_in(tx, &mut cache, &mut fresh, (items, &tasks), many, reading)
         });
         if result.is_err() {
             // Cohorts drawn in a transaction that was not kept: their encoders go too.
@@ -71,14 +80,15 @@ impl TelemetryClient {
     }
 
     /// The transaction of [`TelemetryClient::record_items`] at clock `reading`: every value checked first (a bad one
-    /// names its item), then each charged and randomized in order, its line fitting in the outbox, then all queued.
-    /// The metrics whose encoders drew a cohort are named in `fresh`.
+    /// names its item), then each charged and randomized in order (a two-aggregator metric's by its task: its
+    /// charge, its sealed DAP report), its line fitting in the outbox, then all queued. The metrics whose encoders
+    /// drew a cohort are named in `fresh`.
     fn record_in(
         &self,
         tx: &mut dyn StoreTransaction,
         cache: &mut Encoders,
         fresh: &mut Vec<String>,
-        items: &[(&str, &Value)],
+        (items, tasks): Items<'_>,
         many: bool,
         reading: f64,
     ) -> Result<Vec<u64>> {
@@ -99,11 +109,19 @@ impl TelemetryClient {
         }
         let mut lines = Vec::with_capacity(items.len());
         let mut needed = 0;
-        for (i, ((metric, _), prepared)) in items.iter().zip(&prepared).enumerate() {
+        for (i, (((metric, _), prepared), task)) in items.iter().zip(&prepared).zip(tasks).enumerate() {
             let encoder = self.encoder(cache, fresh, metric, state)?;
-            let reservation = ledger::charge(state, spec, metric, prepared.charge(), window)?;
-            let report = encoder.randomize(prepared, reservation.epoch)?;
-            let line = envelope_json(spec.fingerprint(), metric, window as u64, &report);
+            let line = match task {
+                Some(task) => {
+                    ledger::charge(state, spec, metric, &task.charge(), window)?;
+                    task.line(encoder, prepared, reading, window)?
+                }
+                None => {
+                    let reservation = ledger::charge(state, spec, metric, prepared.charge(), window)?;
+                    let report = encoder.randomize(prepared, reservation.epoch)?;
+                    envelope_json(spec.fingerprint(), metric, window as u64, &report)
+                }
+            };
             needed += outbox_bytes(&line);
             if waiting + needed > self.max_outbox_bytes {
                 return Err(Error::OutboxFull {

@@ -180,10 +180,16 @@ impl fmt::Display for Refusal {
             RefusalCode::TrustModel => write!(
                 f,
                 "metric {} is collected in the two-aggregator mode (trust {}): its value is secret-shared between two \
-                 aggregators, never sent randomized to one collector; the randomizing client does not build those \
-                 reports (ldp_client::dap, feature prio, does): nothing is recorded",
+                 aggregators, never sent randomized to one collector, and {}: nothing is recorded",
                 s.json("metric"),
-                s.json("trust")
+                s.json("trust"),
+                if cfg!(feature = "prio") {
+                    "no task was given for it (ClientBuilder::task, or ldp_client_add_task in C, with the task file \
+                     `ldp collect task --leader-config ... --helper-config ...` wrote)"
+                } else {
+                    "this build of the client lacks the cargo feature `prio` that makes those reports (build it with \
+                     --features prio)"
+                }
             ),
         }
     }

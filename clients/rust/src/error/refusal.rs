@@ -94,7 +94,8 @@ refusal_codes! {
     /// A record has `attributes` the protocol does not have.
     UnknownAttributes = "unknown_attributes",
     /// The spec sends the values of `metric` to the two-aggregator mode (`trust`: `two-aggregator` or
-    /// `two-aggregator+local`), whose reports the client's randomizer does not build: nothing is recorded.
+    /// `two-aggregator+local`) and the client has no task for it (none given, or a build without the `prio`
+    /// feature): nothing is recorded.
     TrustModel = "trust_model",
 }
 

@@ -53,6 +53,14 @@ pub struct LdpUploadResult {
 /// shuffle the array per device. Refused before anything is sent: a null or empty array or a null entry
 /// (`LDP_INVALID_ARGUMENT`), a URL that is not `http(s)://host/...` or the same URL twice (`LDP_VALUE_ERROR`).
 ///
+/// Two-aggregator reports (`ldp_client_add_task`, feature `prio`) go first, each alone to its task's leader (no
+/// token), in the order they were recorded with the collector's batches: 201 and 409 `report_replayed` acknowledge
+/// it, a 400 whose code no retry changes deletes it (counted in `rejected`), `report_too_early` keeps it and ends the
+/// call (`stopped` 1), no answer, 408, 429 and 5xx are retried (8 requests), anything else is
+/// `LDP_UPLOAD_REJECTED`, the report kept. A device with no report for the collector may pass no collector:
+/// `endpoints` null, `n_endpoints` 0 and `token` null (refused with `LDP_VALUE_ERROR` while a report for the
+/// collector waits).
+///
 /// One upload at a time per client: calls on one client from any threads, and on the clients of one state folder
 /// in this process, take turns. A call that finds another one uploading waits for it, at most until its own
 /// `call_timeout_seconds` (without one, as long as it takes), then sends what is still pending: what the other call
@@ -79,14 +87,18 @@ pub unsafe extern "C" fn ldp_client_upload(
         let o = self::out(result, "result")?;
         *o = LdpUploadResult::default();
         let c = handle(client, "client")?;
-        if endpoints.is_null() || n_endpoints == 0 || n_endpoints > 64 {
-            return Err(invalid("endpoints must be an array of 1 to 64 URLs"));
-        }
-        let mut list = Vec::with_capacity(n_endpoints);
-        for i in 0..n_endpoints {
-            list.push(c_str(*endpoints.add(i), "an endpoint")?);
-        }
-        let mut options = UploadOptions::new(&list, c_str(token, "token")?)?;
+        let mut options = if n_endpoints == 0 && token.is_null() {
+            UploadOptions::without_collector() // two-aggregator reports only
+        } else {
+            if endpoints.is_null() || n_endpoints == 0 || n_endpoints > 64 {
+                return Err(invalid("endpoints must be an array of 1 to 64 URLs"));
+            }
+            let mut list = Vec::with_capacity(n_endpoints);
+            for i in 0..n_endpoints {
+                list.push(c_str(*endpoints.add(i), "an endpoint")?);
+            }
+            UploadOptions::new(&list, c_str(token, "token")?)?
+        };
         if timeout_seconds.is_finite() && timeout_seconds > 0.0 {
             options.timeout = std::time::Duration::from_secs_f64(timeout_seconds.min(86400.0));
         }

@@ -12,7 +12,7 @@ use super::handles::{free_handle, handle, new_handle, Handle};
 use super::last_error::guard;
 use super::marshal::{c_bytes, out};
 use super::sharding::measurement;
-use super::LdpStatus;
+use super::{LdpClient, LdpStatus};
 use crate::dap::{ReportBuilder, TaskFile, REPORT_ID_LEN};
 use crate::error::Error;
 use crate::prio3::Prio3Type;
@@ -147,6 +147,32 @@ pub unsafe extern "C" fn ldp_dap_task_report_with_random(
         let m = self::measurement(b.client(), measurement, len)?;
         *o = new_report(&b.build_with_random(&m, time, id, c_bytes(rand, rand_len, "rand")?)?)?;
         Ok(())
+    })
+}
+
+/// Gives `client` the task of a two-aggregator metric: the task file in `json` (`len` bytes of UTF-8 JSON, what `ldp
+/// collect task --leader-config … --helper-config …` wrote), for the metric it names. Until a metric has its task,
+/// `ldp_client_record_*` refuse it (`LDP_VALUE_ERROR`, code `trust_model`); with it, each value recorded is charged
+/// to the ledger (the spec's `per_report` for `two-aggregator`, the protocol's ε for `two-aggregator+local`; at
+/// most the task's `reports_per_window` reports a window), made into a DAP-09 report sealed to both aggregators, and
+/// queued; `ldp_client_upload` sends it to the task's leader. A task given again replaces the first (rotated keys).
+/// Refused (`LDP_VALUE_ERROR`, the message naming the member), nothing changed: a document that is no task file, a
+/// metric that is no two-aggregator metric of the client's spec, a task that is not the metric's under the spec
+/// (window, trust model, Prio3 type and parameters, reports a window, local protocol), no `hpke_configs`. The task
+/// is the client handle's, not the state folder's: give it each time the client is opened.
+///
+/// # Safety
+/// `client` is a live handle; `json` points to `len` readable bytes.
+#[cfg(feature = "prio")]
+#[no_mangle]
+pub unsafe extern "C" fn ldp_client_add_task(client: *const LdpClient, json: *const u8, len: usize) -> LdpStatus {
+    guard(|| {
+        let c = handle(client, "client")?;
+        let text = std::str::from_utf8(c_bytes(json, len, "json")?)
+            .map_err(|_| Error::value("a task file is UTF-8 JSON text"))?;
+        let file = TaskFile::parse(text)?;
+        let metric = file.metric.clone();
+        c.client.add_task(&metric, file)
     })
 }
 

@@ -51,7 +51,8 @@ fn keyed(state: &DeviceState, parts: &[&[u8]]) -> Result<String> {
 }
 
 /// Checks every cap for `charge` on `metric` and records it in `state` (or returns [`Error::BudgetExceeded`] with
-/// nothing changed). The caps are checked in Python's order: the metric's window, its lifetime, the collection's
+/// nothing changed). The caps are checked in Python's order: the metric's window (for a two-aggregator metric, its
+/// [`CollectionSpec::device_window_cap`]), its lifetime, the collection's
 /// window, its lifetime; each with Python's relative slack of 1e-9. A memoized charge is cut so that one key's
 /// total never exceeds its cap; a charge-on-change is charged only when the stream's value changes. Memo keys and
 /// change values are stored as keyed hashes under the device's salt, never as they are.
@@ -64,8 +65,9 @@ pub(crate) fn charge(
 ) -> Result<Reservation> {
     let (inc, keys) = increment(state, metric, charge)?;
     let m = spec.metric(metric)?;
-    let scopes =
-        [(metric, m.budget.per_window, m.budget.lifetime), (ALL_METRICS, spec.budget.per_window, spec.budget.lifetime)];
+    // A two-aggregator metric's window cap is its task's k reports (`CollectionSpec::device_window_cap`).
+    let per_window = spec.device_window_cap(metric)?;
+    let scopes = [(metric, per_window, m.budget.lifetime), (ALL_METRICS, spec.budget.per_window, spec.budget.lifetime)];
     for (scope, per_window, lifetime) in scopes {
         check_caps(state, scope, per_window, lifetime, inc, window)?;
     }

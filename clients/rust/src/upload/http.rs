@@ -1,4 +1,5 @@
-//! One request of the blocking uploader over HTTP(S) with `ureq`: one deadline from connecting to the end of the
+//! One request of the blocking uploader over HTTP(S) with `ureq` (a batch to the collector, a report to its task's
+//! leader): one deadline from connecting to the end of the
 //! reply, no redirects, the reply read at most [`MAX_ANSWER`] bytes.
 
 use std::io::Read;
@@ -29,6 +30,24 @@ impl Response {
 
 /// `POST`s `request` to `url`, all of it within `deadline`: the reply, or the transport error.
 pub(super) fn post(url: &str, request: &UploadRequest, deadline: Duration) -> Response {
+    send(Method::Post, url, &request.headers, &request.body, deadline)
+}
+
+/// The request's method: `POST` a batch to the collector, `PUT` a report to its task's leader.
+#[derive(Clone, Copy)]
+pub(super) enum Method {
+    Post,
+    Put,
+}
+
+/// Sends `body` with `headers` to `url` by `method`, all of it within `deadline`: the reply, or the transport error.
+pub(super) fn send(
+    method: Method,
+    url: &str,
+    headers: &[(&'static str, String)],
+    body: &[u8],
+    deadline: Duration,
+) -> Response {
     let config = ureq::Agent::config_builder()
         .timeout_global(Some(deadline))
         .max_redirects(0)
@@ -37,11 +56,14 @@ pub(super) fn post(url: &str, request: &UploadRequest, deadline: Duration) -> Re
         .user_agent(concat!("ldp-telemetry-client-rust/", env!("CARGO_PKG_VERSION")))
         .build();
     let agent = ureq::Agent::new_with_config(config);
-    let mut builder = agent.post(url);
-    for (name, value) in &request.headers {
+    let mut builder = match method {
+        Method::Post => agent.post(url),
+        Method::Put => agent.put(url),
+    };
+    for (name, value) in headers {
         builder = builder.header(*name, value.as_str());
     }
-    let mut response = match builder.send(&request.body[..]) {
+    let mut response = match builder.send(body) {
         Ok(r) => r,
         Err(e) => {
             return Response {

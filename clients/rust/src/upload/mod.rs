@@ -1,10 +1,13 @@
 //! Uploading the outbox to `ldp serve`: the exact request, the rules for the collector's reply, and (with the
-//! `uploader` feature) a blocking uploader.
+//! `uploader` feature) a blocking uploader; and a two-aggregator metric's reports to their task's leader.
 //!
 //! An app with its own HTTP stack takes a [`Batch`] from [`Outbox::next_batch`], sends [`UploadRequest::new`]'s
 //! method, headers and body, and hands the reply to [`Reply::classify`], which says what to do: acknowledge the batch
-//! ([`Outbox::acknowledge_batch`]), split it ([`Outbox::split_batch`]), wait and retry, or give up.
+//! ([`Outbox::acknowledge_batch`]), split it ([`Outbox::split_batch`]), wait and retry, or give up. A two-aggregator
+//! report at the head of the outbox ([`Outbox::next_dap_report`]) goes alone to its leader, the answer classified by
+//! [`DapReply::classify`] ([`Outbox::acknowledge_dap_report`] once it is stored or never will be).
 
+mod dap_reply;
 #[cfg(feature = "uploader")]
 mod http;
 #[cfg(feature = "uploader")]
@@ -15,6 +18,7 @@ mod turns;
 #[cfg(feature = "uploader")]
 mod uploader;
 
+pub use dap_reply::{dap_refusal_code, DapReply, DAP_GONE, DAP_MEDIA_TYPE};
 #[cfg(feature = "uploader")]
 pub use options::UploadOptions;
 #[cfg(feature = "c-api")]
@@ -52,6 +56,19 @@ impl Batch {
     }
 }
 
+/// A two-aggregator report at the head of the outbox ([`Outbox::next_dap_report`]), for its task's leader: sent
+/// alone, `PUT url` with `Content-Type: application/dap-report` and `body` (DAP-09 §4.4.2; no token: a leader takes
+/// reports from anyone).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DapUpload {
+    /// The local id (what [`Outbox::acknowledge_dap_report`] takes).
+    pub id: u64,
+    /// `{leader_url}/tasks/{task_id}/reports`, the task ID in unpadded base64url.
+    pub url: String,
+    /// The DAP-09 report's bytes.
+    pub body: Vec<u8>,
+}
+
 /// What an uploader needs of a device's state (Python's `ldp.client.uploader.Outbox`): batches pinned in the state
 /// until the collector acknowledged them, so that a retry, a crash or a lost reply resends the same lines under the
 /// same batch id and the collector stores them once.
@@ -74,6 +91,23 @@ pub trait Outbox {
     /// one folder takes turns). An outbox sharing its state with other objects answers the key of that state.
     fn upload_key(&self) -> OutboxKey {
         OutboxKey::of(self)
+    }
+    /// The two-aggregator report at the head of the outbox (the two-aggregator lane), or `None`: the outbox is empty,
+    /// the report at its head is for the collector ([`Outbox::next_batch`]'s lane), or it is a two-aggregator report
+    /// of a metric whose task is not given now. The lanes share one queue, so reports leave in the order they were
+    /// recorded. The default is `None`: an outbox of the collector's reports only.
+    fn next_dap_report(&self) -> Result<Option<DapUpload>> {
+        Ok(None)
+    }
+    /// Deletes the two-aggregator report `id` from the head of the outbox (its leader stored it, or never will),
+    /// counted as uploaded; how many were deleted (0: it was not at the head, another call deleted it).
+    fn acknowledge_dap_report(&self, _id: u64) -> Result<usize> {
+        Ok(0)
+    }
+    /// Whether a report for the collector (not a two-aggregator one) waits: an upload with no collector URL is
+    /// refused then. The default is [`Outbox::has_pending`].
+    fn has_collector_pending(&self) -> Result<bool> {
+        self.has_pending()
     }
 }
 

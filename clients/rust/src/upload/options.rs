@@ -93,9 +93,16 @@ impl UploadOptions {
             list.push(e.to_string());
         }
         check_token(token)?;
-        Ok(UploadOptions {
-            endpoints: list,
-            token: token.to_string(),
+        Ok(UploadOptions { endpoints: list, token: token.to_string(), ..Self::without_collector() })
+    }
+
+    /// Options with no collector, for a device whose outbox holds two-aggregator reports only (they go to their
+    /// tasks' leaders, which take no token): an upload with them is refused ([`Error::Value`], nothing sent) while
+    /// a report for the collector waits. The other defaults as [`UploadOptions::new`]'s.
+    pub fn without_collector() -> Self {
+        UploadOptions {
+            endpoints: Vec::new(),
+            token: String::new(),
             timeout: Duration::from_secs(30),
             call_timeout: None,
             max_attempts: 8,
@@ -104,10 +111,10 @@ impl UploadOptions {
             sleep: Box::new(std::thread::sleep),
             clock: Box::new(crate::client::system_clock),
             jitter: Box::new(os_jitter),
-        })
+        }
     }
 
-    /// The endpoints, in the order they are tried.
+    /// The endpoints, in the order they are tried (none: [`UploadOptions::without_collector`]).
     pub fn endpoints(&self) -> &[String] {
         &self.endpoints
     }

@@ -9,6 +9,8 @@ use super::request::{Reply, UploadRequest};
 use super::{turns, Answer, Batch, Outbox, UploadOptions};
 use crate::error::{Error, Result};
 
+mod dap;
+
 /// Why an upload call returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stopped {
@@ -74,6 +76,20 @@ pub struct UploadResult {
 ///   error.
 ///
 /// Callers who want to spread devices over replicas shuffle the endpoint list per device; the uploader does not.
+///
+/// # Two-aggregator reports
+///
+/// The reports of a two-aggregator metric (recorded with its task: feature `prio`) wait in the same outbox and go to
+/// their task's leader, each alone ([`Outbox::next_dap_report`]): `PUT {leader}/tasks/{task_id}/reports`, no token,
+/// oldest first. The lanes share the outbox's queue: each call sends the two-aggregator reports at its head, then a
+/// batch of the collector's reports behind them, and so on, so reports leave in the order they were recorded. The
+/// leader's answer ([`DapReply::classify`](super::DapReply::classify)): 201 acknowledges the report (`accepted`);
+/// 409 `report_replayed` too (`duplicates`); a 400 whose code no retry changes ([`DAP_GONE`](super::DAP_GONE))
+/// deletes it, counted in `rejected` by code; 400 `report_too_early` keeps it and ends the call
+/// ([`Stopped::Interval`]); no answer, 408, 429 and 5xx are retried on the same leader (`Retry-After`, else the
+/// back-off), `max_attempts` requests a report, then an [`Error::Transport`]; anything else is an
+/// [`Error::UploadRejected`], the report kept. A device with no report for the collector uploads with
+/// [`UploadOptions::without_collector`].
 ///
 /// # One upload at a time per outbox
 ///
@@ -203,12 +219,22 @@ impl Uploader {
                 next_upload_at: outbox.next_upload_at()?,
             });
         };
+        if self.options.endpoints.is_empty() && outbox.has_collector_pending()? {
+            return Err(Error::value(
+                "the outbox holds reports for the collector: UploadOptions::new(endpoints, token) sends them",
+            ));
+        }
         let mut call = Call { end: call_end, current: 0, tally: Tally::default() };
         let mut limit = None;
         let mut stopped = None;
         while stopped.is_none() {
             if call.past(Instant::now()) {
                 stopped = Some(Stopped::Deadline);
+                break;
+            }
+            // The two-aggregator reports at the head first, then a batch of the collector's reports behind them.
+            stopped = self.dap_lane(outbox, &mut call)?;
+            if stopped.is_some() || self.options.endpoints.is_empty() {
                 break;
             }
             let Some(part) = outbox.next_batch(limit)? else { break };
@@ -361,7 +387,7 @@ impl Uploader {
         log::info!(
             "uploaded {} batch(es) to {}: {} report(s) acknowledged, {} duplicate batch(es); stopped: {stopped:?}",
             tally.batches,
-            self.hosts[current],
+            self.hosts.get(current).map_or("the aggregators", String::as_str),
             tally.acknowledged,
             tally.duplicates
         );
