@@ -8,8 +8,8 @@ can only weaken the bound — and the number of segments holding them), and thei
 composed by :func:`ldp.privacy.over_time.central_over_windows` at the target's δ
 (:func:`ldp.pipeline.guarantee.over_windows`: one window alone is stated at its own figure, the one the dashboard's
 window line, ``ldp shuffle`` and ``ldp privacy --shuffled N`` state for it, computed by the same
-:func:`~ldp.pipeline.guarantee.window_guarantee` rule: k·ε₀ for k reports, the protocol's shuffle structure with
-one). The rounding of n can only raise the cumulative figure above a window's own. Windows are taken in order; one
+:func:`~ldp.pipeline.guarantee.window_guarantee` rule: k reports never above k·ε₀, :mod:`ldp.privacy.target`).
+The rounding of n can only raise the cumulative figure above a window's own. Windows are taken in order; one
 whose release would take the cumulative ε above the target is withheld, with its reason; so is every window when
 nothing can be proven (no per-window cap, a report with δ > 0, a memoizing protocol, reports stored unshuffled),
 unless the spec's lifetime cap on a device's cost for the metric is itself within the target: a local bound, it

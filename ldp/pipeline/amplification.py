@@ -2,13 +2,13 @@
 knows: how many reports of the metric each closed segment held, per window.
 
 The ingest service shuffles each segment on its own (:mod:`ldp.pipeline.shuffle`), and the analyst sees each report's
-window, so a report hides among the other reports of its metric *and window in its segment*: the guarantee of a
-metric is the one of its smallest such set. It is computed by :func:`ldp.pipeline.guarantee.window_guarantee` (the
-one function every figure of a window comes from) with the metric's protocol params (ε₀ and the protocol's
-``shuffle_structure``) and the most reports a device may send of it in a window (k reports count as one of k·ε₀;
-one report when the spec caps no window), against the analyst only, when whoever runs the ingest service is not the
-analyst. Segments closed before shuffled storage (named ``<UTC>-<seq:06d>.jsonl``) give no central guarantee; they
-are counted apart."""
+window, so a report hides among the other reports of its metric *and window in its segment*: the guarantee of a metric
+is the one of its smallest such set. It is computed by :func:`ldp.pipeline.guarantee.window_guarantee` (the one function
+every figure of a window comes from) with the metric's protocol params (ε₀ and the protocol's ``shuffle_structure``) and
+the most reports a device may send of it in a window (k reports: never above k·ε₀, :mod:`ldp.privacy.target`; one report
+when the spec caps no window), against the analyst only, when whoever runs the ingest service is not the analyst.
+Segments closed before shuffled storage (named ``<UTC>-<seq:06d>.jsonl``) give no central guarantee; they are counted
+apart."""
 
 from __future__ import annotations
 

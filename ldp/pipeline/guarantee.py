@@ -5,11 +5,10 @@ cumulative figure (:mod:`ldp.pipeline.amplification`, :mod:`ldp.ingest.central`)
 
 :func:`window_guarantee` takes what the figure depends on: the metric's protocol params (their per-report ε₀ and
 their ``shuffle_structure``, e.g. binary randomized response's, analysed exactly), the number of reports shuffled
-together, δ, and how many reports a device sent in the window. A device's k reports of a window count as one report
-of k·ε₀ (the analyst's multiset of reports is a function of the devices' k-tuples, a k·ε₀-LDP randomizer), and the
-crowd is the devices, at least ⌈n/k⌉ of n reports (:func:`~ldp.privacy.target.devices_among`); the clone structure
-is a property of one report, so it is used only with k = 1 (:mod:`ldp.privacy.target`, the rule the cumulative
-figure follows). :func:`over_windows` is the guarantee over several windows
+together, δ, and how many reports a device sent in the window. A device's k reports of a window are bounded by
+each report in a shuffle of its own among ⌊n/k⌋ (the randomizer's structure kept), or as one report of k·ε₀ among
+⌈n/k⌉ devices, never above the local k·ε₀ (:mod:`ldp.privacy.target`, the rule the cumulative figure follows;
+:func:`ldp.privacy.over_time.reports_window`). :func:`over_windows` is the guarantee over several windows
 (:func:`ldp.privacy.over_time.central_over_windows`), one window being stated at its own figure, so that a window
 released alone reads the same everywhere.
 
@@ -23,9 +22,8 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ldp.privacy.cost import PrivacyCost
-from ldp.privacy.over_time import CentralOverTime, WindowRelease, central_over_windows
-from ldp.privacy.shuffle import ShuffleGuarantee, ShuffleStructure, shuffled_epsilon
-from ldp.privacy.target import devices_among
+from ldp.privacy.over_time import CentralOverTime, WindowRelease, central_over_windows, window_figure
+from ldp.privacy.shuffle import ShuffleGuarantee, ShuffleStructure
 
 __all__ = ["DELTA", "ONE_WINDOW", "Randomizer", "over_windows", "release_guarantee", "window_guarantee",
            "window_release"]
@@ -53,13 +51,9 @@ def _reports(reports: int) -> int:
 
 def window_release(params: Any, n: int | None, reports: int = 1) -> WindowRelease:
     """The window of a device that sent ``reports`` reports of ``params``' protocol, shuffled among ``n`` reports
-    (``None``: not shuffled): one report of k·ε₀ among ⌈n/k⌉ devices, with the protocol's ``shuffle_structure``
-    when k = 1 (module docstring)."""
+    (``None``: not shuffled), with the protocol's ``shuffle_structure`` (module docstring)."""
     cost: PrivacyCost = params.privacy_cost
-    if _reports(reports) == 1:
-        return WindowRelease(cost, n, params.shuffle_structure)
-    return WindowRelease(PrivacyCost(reports * cost.epsilon, reports * cost.delta), devices_among(n, reports), None)
-
+    return WindowRelease(cost, n, params.shuffle_structure, _reports(reports))
 
 
 def release_guarantee(release: WindowRelease, delta: float) -> ShuffleGuarantee | None:
@@ -67,7 +61,9 @@ def release_guarantee(release: WindowRelease, delta: float) -> ShuffleGuarantee 
     structure); ``None`` when no shuffling bound applies: the reports were not shuffled, or cost δ₀ > 0."""
     if release.n is None or release.per_report.delta > 0.0:
         return None
-    return shuffled_epsilon(release.per_report.epsilon, release.n, delta, release.structure)
+    g = window_figure(release, delta)
+    assert isinstance(g, ShuffleGuarantee)  # shuffled, pure ε₀: a shuffling figure
+    return g
 
 
 def window_guarantee(params: Any, n: int, delta: float = DELTA, reports: int = 1) -> ShuffleGuarantee | None:
@@ -86,6 +82,6 @@ def over_windows(releases: Sequence[WindowRelease], delta: float) -> CentralOver
     search bound, and one window must read the same on every line that states it."""
     if len(releases) == 1 and (g := release_guarantee(releases[0], delta)) is not None:
         note = () if g.amplified else (f"no amplification proven at n={g.n:,}: the window counts at its local ε",)
-        return CentralOverTime(g.epsilon, delta, 1, (g,), g.cost, releases[0].per_report, method=ONE_WINDOW,
+        return CentralOverTime(g.epsilon, delta, 1, (g,), g.cost, releases[0].local, method=ONE_WINDOW,
                                notes=note)
     return central_over_windows(list(releases), delta)

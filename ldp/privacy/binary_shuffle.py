@@ -25,8 +25,10 @@ The search (issue 72): fixed intervals of the number of ones (:func:`interval_cu
 near 0 where the worst datasets are), the same fractions at every n, each evaluated at its dominating dataset and its
 ε rounded up to the grid of :mod:`ldp.privacy.window_grid`: the figure is non-increasing in n by construction (up
 to rounding; see that module for what is guaranteed). Up to :func:`exact_max` users (10⁷ at δ >= 10⁻¹⁰, 10⁴ at
-δ below 10⁻²⁰⁰: the work grows with ln(1/δ)); beyond, that many users' figure, which the clone bound of
-:mod:`ldp.privacy.shuffle` beats from about 1.2 times that n (it is about 1.22 times the exact figure at δ = 10⁻⁸).
+δ below 10⁻²⁰⁰, at ε₀ <= 1: the work grows with ln(1/δ) and with n·p(1 − p), so the cap grows as 1/(p(1 − p)) above
+ε₀ = 1); beyond, that many users' figure, which the clone bound of :mod:`ldp.privacy.shuffle` beats from a few
+times that n (the clone bound is 1.23× a real dataset's exact ε at ε₀ = 1 and 1.41–1.45× at ε₀ = 3 to 5.9, δ = 10⁻⁸,
+n = 10⁸ to 4.2·10¹⁰).
 Each law f is exact to rounding: the
 binomials by scipy at their modes and ratio products outward, convolved directly or, when long, by FFT with a
 bound on its rounding added to δ; the mass left outside their windows is added to δ too.
@@ -162,7 +164,8 @@ def _binomial(size: int, prob: float, tail: float) -> tuple[int, Any, float]:
     """Bin(size, prob) on its window of all but ``tail`` of each side: (first k, pmf, mass left out). The pmf from
     scipy's value at the mode and the exact ratios b(k+1)/b(k) multiplied outward."""
     import numpy as np
-    from scipy.stats import binom
+
+    from ldp.privacy.light_scipy import binom
 
     if size == 0:
         return 0, np.ones(1), 0.0
@@ -194,7 +197,8 @@ def _convolved(fa: Any, fb: Any, spread: float, reach: float) -> tuple[Any, floa
     x(k)·e^(θk), at θ = 0, ±4.5/``spread``, … out to ``reach`` standard deviations, so that every entry is read
     from the tilt under which it is large and its relative error small."""
     import numpy as np
-    from scipy.signal import fftconvolve
+
+    from ldp.privacy.light_scipy import fftconvolve
 
     if fa.size * fb.size <= _DIRECT:
         return np.convolve(fa, fb), 0.0
@@ -248,9 +252,9 @@ def binary_pair(ones: int, zeros: int, p: float, tail: float) -> BinaryPair:
 
 def norm_isf(x: float) -> float:
     """The standard normal's upper quantile (scipy), for the tilts' reach."""
-    from scipy.stats import norm
+    from ldp.privacy.light_scipy import norm_isf
 
-    return float(norm.isf(x))
+    return float(norm_isf(x))
 
 
 @dataclass(frozen=True)
@@ -342,11 +346,22 @@ def binary_rr_epsilon(eps0: float, n: int, delta: float) -> tuple[float, float]:
     fewer at smaller δ) the figure of that many users is returned (valid for more: more users' view is a
     post-processing of fewer's), with its own lower value (then not a lower bound for n)."""
     grid_delta = floor_delta(delta)
-    found = worst_case(float(eps0), min(n, exact_max(grid_delta)), grid_delta)
+    found = worst_case(float(eps0), min(n, exact_max(grid_delta, eps0)), grid_delta)
     return found.epsilon, found.lower
 
 
-def exact_max(delta: float) -> int:
+def exact_max(delta: float, eps0: float | None = None) -> int:
     """The most users whose datasets are computed at (grid) ``delta`` (:data:`_CAPS`): 10⁷ down to 10⁴ at δ below
-    10⁻²⁰⁰; more users get that many's figure (valid: more users' view is a post-processing of fewer's)."""
-    return next(cap for least, cap in _CAPS if delta >= least)
+    10⁻²⁰⁰ for ε₀ <= 1; more users get that many's figure (valid: more users' view is a post-processing of fewer's).
+    With ``eps0`` above 1 the cap grows as 1/(p(1 − p)), p = e^ε₀/(1 + e^ε₀): the search's work follows the others'
+    count's variance n·p(1 − p) (its binomials' windows), about 0.9 s of CPU at the cap for every ε₀ measured
+    (1, 2, 3, 5.9, 8 at δ = 10⁻⁸), so a larger ε₀ is computed exactly to more users (ε₀ = 5.9: 7.2·10⁸)."""
+    cap = next(cap for least, cap in _CAPS if delta >= least)
+    if eps0 is None or eps0 <= 1.0:
+        return cap
+    return int(cap * _variance(1.0) / _variance(min(float(eps0), 700.0)))
+
+
+def _variance(eps0: float) -> float:
+    """p(1 − p) of binary RR at ε₀, e^ε₀/(1 + e^ε₀)², to full precision."""
+    return 1.0 / (2.0 + 2.0 * math.cosh(eps0))

@@ -138,7 +138,8 @@ class FastClones:
 
     def __init__(self, alpha: float, n: int, delta: float) -> None:
         import numpy as np
-        from scipy.stats import binom
+
+        from ldp.privacy.light_scipy import binom
 
         size = n - 1
         if size == 0:
@@ -169,7 +170,8 @@ def fast_hockey_stick(c: Any, u: float, v: float) -> Any:
     and may be off by one: the sum from m is the largest over starting points (the terms are positive from m on and
     not before), so the largest over m−1, m, m+1 is D_c; each has ``_ETA`` of ``u·S(m−1) + v·S(m)`` added."""
     import numpy as np
-    from scipy.stats import binom
+
+    from ldp.privacy.light_scipy import binom
 
     m0 = np.floor(v * (c + 1) / (u + v)) + 1
     tails = [binom.sf(m0 + k - 1, c, 0.5) for k in (-2, -1, 0, 1)]  # S(m0-2), ..., S(m0+1)

@@ -154,7 +154,8 @@ def _bin_masses(bounds: Any, size: int, prob: float) -> Any:
     the mean and of the sf above it (scipy's, which keep their relative precision in the tails, about 10⁻¹² as
     checked against exact sums), the bin across the mean as 1 − cdf − sf. Never negative."""
     import numpy as np
-    from scipy.stats import binom
+
+    from ldp.privacy.light_scipy import binom
 
     bounds = np.asarray(bounds, dtype=np.int64)
     k = int(np.searchsorted(bounds - 1, size * prob, side="left"))  # bounds[:k] − 1 lie below the mean
@@ -186,7 +187,8 @@ def _grid(c: int, z: float) -> _Grid:
     Sums in closed form: Bin(m, ½)(h)·(2h/m) = Bin(c, ½)(h − 1), so over [b₁, b₂) Σ Bin(m, ½)(h)·y_h =
     ½·(Bin(c, ½)(b₁ − 1) − Bin(c, ½)(b₂ − 1)) (a telescoping sum); S = R + that."""
     import numpy as np
-    from scipy.stats import binom
+
+    from ldp.privacy.light_scipy import binom
 
     m = c + 1
     sd = math.sqrt(m) / 2
@@ -219,15 +221,15 @@ def _component(grid: _Grid, pis: Any, kappa: float, *, upper: bool) -> tuple[Any
 
 @functools.lru_cache(maxsize=64)
 def _z(tail: float) -> float:
-    from scipy.stats import norm
+    from ldp.privacy.light_scipy import norm_isf
 
-    return float(norm.isf(min(tail, 0.25)))
+    return float(norm_isf(min(tail, 0.25)))
 
 
 def _windows(size: int, prob: float, tail: float) -> tuple[int, int, float]:
     """Bin(size, prob)'s window [lo, hi] leaving out at most ``tail`` on each side (found on scipy's cdf and sf,
     whose tails keep their relative precision where ``isf`` does not), and the mass left out."""
-    from scipy.stats import binom
+    from ldp.privacy.light_scipy import binom
 
     if size == 0:
         return 0, 0, 0.0

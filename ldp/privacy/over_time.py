@@ -23,29 +23,41 @@ Server side: numpy and scipy (the ``server`` extra) are imported when a function
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ldp.privacy.binary_shuffle import worst_case
+from ldp.extras import available
+from ldp.privacy.binary_shuffle import exact_max, worst_case
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.krr_shuffle import krr_worst_case
-from ldp.privacy.shuffle import _BINARY_MAX, ShuffleGuarantee, ShuffleStructure, generic_structure, shuffled_epsilon
+from ldp.privacy.shuffle import (
+    _BINARY_MAX,
+    ShuffleGuarantee,
+    ShuffleStructure,
+    dominates_generic,
+    generic_structure,
+    shuffled_epsilon,
+)
 from ldp.privacy.tilted_composition import LossLaw, chernoff, composed_epsilon, local_law
 from ldp.privacy.window_pld import pair_losses, shuffle_pld
 
 __all__ = ["WindowRelease", "CentralOverTime", "central_over_time", "central_over_windows", "protocol_over_time",
-           "shuffle_pld", "pair_losses", "METHOD"]
+           "reports_window", "window_figure", "shuffle_pld", "pair_losses", "METHOD", "REPORTS"]
 
 METHOD = "privacy-loss laws composed exactly (PLD)"
 BASIC = "the one-window figures at δ/W summed (basic composition)"
 ADVANCED = "advanced composition (Dwork, Rothblum and Vadhan 2010) of the one-window figures at δ/(2W)"
 ONE = "the window's own shuffling bound (one window)"
+REPORTS = "k reports, each shuffled among n/k (composed)"
+"""The method of a device's k > 1 reports of a window bounded through their own shuffles (:func:`reports_window`)."""
 _LAW_MAX = 10**7
-"""The most users binary RR's worst-case law is searched for over windows (up to about 3 s of CPU at δ = 10⁻²⁰⁰;
-one window's own figure stops sooner, :func:`ldp.privacy.binary_shuffle.exact_max`); beyond, the clone pairs'."""
+"""The most users binary RR's worst-case law is searched for over windows at ε₀ <= 1 (up to about 3 s of CPU at
+δ = 10⁻²⁰⁰; one window's own figure stops sooner, :func:`ldp.privacy.binary_shuffle.exact_max`), more at larger ε₀
+in the proportion of that function's caps (the work follows n·p(1 − p)); beyond, the clone pairs'."""
 _PLD_MAX = 50.0
 """The largest local ε of a window not amplified that goes into the PLD; larger ones are added by basic composition
 (valid; at such ε nothing is gained by composing them optimally)."""
@@ -53,13 +65,40 @@ _PLD_MAX = 50.0
 
 @dataclass(frozen=True)
 class WindowRelease:
-    """One window a device took part in: its report's local cost (k reports of ε₀ in the window: k·ε₀, as one
-    report — :mod:`ldp.privacy.shuffle`'s rule), how many reports were shuffled together (``None``: not shuffled, the
-    analyst sees the reports as sent), and what the bound may assume of the randomizer (``None``: generic)."""
+    """One window a device took part in: one report's local cost ``per_report`` (ε₀), how many reports were shuffled
+    together (``None``: not shuffled, the analyst sees the reports as sent; with several shuffled segments, the
+    smallest), what the bound may assume of the randomizer (``None``: generic), and ``reports``, the most reports
+    the device sent in the window (k: the window's local cost is k·ε₀, :attr:`local`).
+
+    With k > 1 the window is bounded by the device's k reports each in a shuffle of its own (module docstring of
+    :mod:`ldp.privacy.target`): k copies of one report's law among ⌊n/k⌋ users, composed; also by the k reports as
+    one k·ε₀ report among ⌈n/k⌉ devices in each of min(k, ``segments``) shuffled segments (the segments the
+    window's reports lie in: each segment's part of the device's reports is one randomizer of at most k·ε₀, and
+    the segments are shuffled independently, so these compose; with one segment, once), and by the local k·ε₀;
+    the smallest figure is kept."""
 
     per_report: PrivacyCost
     n: int | None = None
     structure: ShuffleStructure | None = None
+    reports: int = 1
+    segments: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("reports", "segments"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} (a device's reports in the window, resp. the window's shuffled segments) "
+                                 f"must be an int >= 1, got {value!r}")
+
+    @property
+    def parts(self) -> int:
+        """How many shuffled segments the device's k reports can be split among: min(k, segments)."""
+        return min(self.reports, self.segments)
+
+    @property
+    def local(self) -> PrivacyCost:
+        """The window's local cost: its k reports composed, k·(ε₀, δ₀)."""
+        return self.per_report.times(self.reports)
 
 
 @dataclass(frozen=True)
@@ -110,7 +149,7 @@ def central_over_windows(releases: Sequence[WindowRelease], delta: float) -> Cen
     if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0.0 < delta < 1.0:
         raise ValueError(f"δ must be in (0, 1), got {delta!r}")
     kinds = Counter(releases)
-    singles: dict[WindowRelease, ShuffleGuarantee | PrivacyCost] = {r: _one_window(r, delta) for r in kinds}
+    singles: dict[WindowRelease, ShuffleGuarantee | PrivacyCost] = {r: window_figure(r, delta) for r in kinds}
     w = len(releases)
     # windows of a huge local ε (no amplification; e^ε beyond what a PLD can hold) are added by basic composition
     big = {r: k for r, k in kinds.items() if not _amplified(singles[r]) and _cost_of(singles[r]).epsilon > _PLD_MAX}
@@ -119,8 +158,8 @@ def central_over_windows(releases: Sequence[WindowRelease], delta: float) -> Cen
     budget = delta - added.delta
     if budget <= 0.0:
         raise ValueError(f"the windows' local δ₀ sum to {added.delta:g}: no central guarantee at δ = {delta:g}")
-    eps = added.epsilon + (_composed(rest, singles, budget) if rest else 0.0)
-    local = sum((r.per_report for r in releases), PrivacyCost(0.0))
+    eps = added.epsilon + (_composed(rest, budget) if rest else 0.0)
+    local = sum((r.local for r in releases), PrivacyCost(0.0))
     naive = sum((_cost_of(singles[r]) for r in releases), PrivacyCost(0.0))
     notes = {_note(singles[r]) for r in releases} - {""}
     if big:
@@ -154,8 +193,8 @@ def _compositions(kinds: dict[WindowRelease, int], delta: float) -> list[tuple[f
     w = sum(kinds.values())
     if delta / (2 * w) < 1e-300:  # one window's figure is not computed below δ = 10⁻³⁰⁰ (window_grid)
         return []
-    basic = sum(_one_window(r, delta / w).epsilon * k for r, k in kinds.items())
-    at_half = {r: _one_window(r, delta / (2 * w)).epsilon for r in kinds}
+    basic = sum(window_figure(r, delta / w).epsilon * k for r, k in kinds.items())
+    at_half = {r: window_figure(r, delta / (2 * w)).epsilon for r in kinds}
     squares = sum(e * e * kinds[r] for r, e in at_half.items())
     drift = sum(e * math.expm1(e) * kinds[r] for r, e in at_half.items() if e < 700)
     out = [(basic, BASIC if w > 1 else ONE)]
@@ -164,52 +203,77 @@ def _compositions(kinds: dict[WindowRelease, int], delta: float) -> list[tuple[f
     return out
 
 
-def _composed(kinds: dict[WindowRelease, int], singles: dict[WindowRelease, ShuffleGuarantee | PrivacyCost],
-              delta: float) -> float:
+def _composed(kinds: dict[WindowRelease, int], delta: float) -> float:
     """The ε at ``delta`` of the windows' loss laws composed (``kinds``: each distinct window and how many): each
-    kind's law the one of :func:`_laws` with the smallest figure over its own windows, the laws composed under
-    an exponential tilt (:func:`~ldp.privacy.tilted_composition.composed_epsilon`) and by the Chernoff bound, the
-    smaller kept. Both are valid at any δ down to 10⁻³⁰⁰."""
+    kind's law the one of :func:`_laws` with the smallest figure over its own windows (a law standing for ``m``
+    releases of the window is taken ``m`` times per window), the laws composed under an exponential tilt
+    (:func:`~ldp.privacy.tilted_composition.composed_epsilon`) and by the Chernoff bound, the smaller kept. Both
+    are valid at any δ down to 10⁻³⁰⁰."""
     chosen, alone = [], math.inf
+    total = sum(k * r.reports for r, k in kinds.items())  # the most laws composed, for each law's share of the tail
     for release, k in kinds.items():
-        options = _laws(release, singles[release], delta, sum(kinds.values()))
-        bounds = [chernoff([(law, k)], delta)[0] for law in options]  # a cheap first sort: a law whose Chernoff
-        keep = [law for law, b in zip(options, bounds, strict=True) if b <= 2 * min(bounds)]  # is 2x is not taken
-        figures = [_alone(law, k, delta) for law in keep]
+        options = [(law, m * k) for law, m in _laws(release, delta, total)]
+        bounds = [chernoff([option], delta)[0] for option in options]  # a cheap first sort: a law whose Chernoff
+        keep = [(o, b) for o, b in zip(options, bounds, strict=True) if b <= 2 * min(bounds)]  # is 2x is not taken
+        figures = [min(composed_epsilon([o], delta), b) for o, b in keep]  # each law's figure alone
         alone = min(figures)
-        chosen.append((keep[figures.index(alone)], k))
+        chosen.append(keep[figures.index(alone)][0])
     if len(chosen) == 1:  # one kind: its law's own figure is the composition
         return alone
     return min(composed_epsilon(chosen, delta), chernoff(chosen, delta)[0])
 
 
-def _alone(law: LossLaw, k: int, delta: float) -> float:
-    """The figure of ``k`` windows of ``law`` alone at δ: how a kind's law is chosen."""
-    return min(composed_epsilon([(law, k)], delta), chernoff([(law, k)], delta)[0])
+def _laws(release: WindowRelease, delta: float, windows: int) -> list[tuple[LossLaw, int]]:
+    """Every loss law this toolkit proves for one window, each with how many times it is composed for the window,
+    each stochastically larger than the window's privacy loss under every dataset, in both directions (any of them
+    composes validly). For one report: its local (ε₀, δ₀) worst case; when shuffled (pure ε₀, n >= 2), whether or
+    not one window alone shows a gain at δ, the clone pair's (generic and with the randomizer's structure) and, for
+    binary randomized response, the worst dataset's law, for k-RR over d >= 3 values the privacy blanket's
+    (:mod:`ldp.privacy.krr_shuffle`). For k > 1 reports: the local k·ε₀ once, one report's local law k times, every
+    law of one report among ⌊n/k⌋ users k times (each report in a shuffle of its own, :mod:`ldp.privacy.target`),
+    and the generic clone pair of one k·ε₀ report among ⌈n/k⌉ devices once per segment the reports can be split
+    among (:attr:`WindowRelease.parts`)."""
+    k = release.reports
+    if k == 1:
+        return [(law, 1) for law in _report_laws(release, delta, windows)]
+    cost = release.per_report
+    laws = [(local_law(k * cost.epsilon, min(k * cost.delta, 1.0)), 1)] if k * cost.epsilon <= 700.0 else []
+    one = WindowRelease(cost, None if release.n is None else release.n // k, release.structure)
+    laws += [(law, k) for law in _report_laws(one, delta, windows)]
+    if _shuffles(release) and k * cost.epsilon <= 700.0:
+        tail = max(1e-6 * delta / windows, 1e-306)
+        crowd = -(-release.n // k)  # type: ignore[operator]  # _shuffles: n is an int
+        laws.append((LossLaw.of(*pair_losses(generic_structure(k * cost.epsilon), crowd, tail)), release.parts))
+    return laws
 
 
-def _laws(release: WindowRelease, single: ShuffleGuarantee | PrivacyCost, delta: float,
-          windows: int) -> list[LossLaw]:
-    """Every loss law this toolkit proves for one window, each stochastically larger than the window's privacy loss
-    under every dataset, in both directions (any of them composes validly): its local (ε₀, δ₀) worst case; when
-    shuffled (pure ε₀, n >= 2), whether or not one window alone shows a gain at δ, the clone pair's (generic and
-    with the randomizer's structure) and, for binary randomized response, the worst dataset's law, for k-RR over
-    d >= 3 values the privacy blanket's (:mod:`ldp.privacy.krr_shuffle`)."""
+def _shuffles(release: WindowRelease) -> bool:
+    """Whether a shuffling bound applies to the window's reports: shuffled among n >= 2, pure ε₀ in (0, 700]."""
+    eps0 = release.per_report.epsilon
+    return not (release.n is None or release.n < 2 or release.per_report.delta > 0.0 or not 0.0 < eps0 <= 700.0
+                or math.exp(-eps0) >= 1.0)
+
+
+def _report_laws(release: WindowRelease, delta: float, windows: int) -> list[LossLaw]:
+    """The laws of one report's window (:func:`_laws` with k = 1)."""
     cost = release.per_report
     laws = [local_law(cost.epsilon, cost.delta)]
     n = release.n
-    if n is None or n < 2 or release.per_report.delta > 0.0 or not 0.0 < release.per_report.epsilon <= 700.0 \
-            or math.exp(-release.per_report.epsilon) >= 1.0:
+    if not _shuffles(release) or n is None:
         return laws
-    eps0 = release.per_report.epsilon
+    eps0 = cost.epsilon
     tail = max(1e-6 * delta / windows, 1e-306)  # charged at the top loss (finite): at most 10⁻⁶·δ in all
-    structures = [generic_structure(eps0)]
     s = release.structure
-    if s is not None and s.name != "generic" and s.clone_probability < 1.0:
+    own = s is not None and s.name != "generic" and s.clone_probability < 1.0
+    # the generic pair is left out where the structure's pair is at most it for every ε (dominates_generic): its
+    # privacy profile, hence its trade-off function, is then dominated, and so is every composition of it
+    structures = [] if own and s is not None and dominates_generic(s, eps0) else [generic_structure(eps0)]
+    if own and s is not None:
         structures.append(s)
     for structure in structures:
         laws.append(LossLaw.of(*pair_losses(structure, n, tail)))
-    if s is not None and s.binary and s.epsilon_pair <= _BINARY_MAX and delta >= 1e-300 and n <= _LAW_MAX:
+    if s is not None and s.binary and s.epsilon_pair <= _BINARY_MAX and delta >= 1e-300 \
+            and n <= _LAW_MAX * exact_max(1.0, s.epsilon_pair) // exact_max(1.0):
         laws.append(LossLaw.of(*worst_case(s.epsilon_pair, n, delta).losses()))  # beyond, the clone pairs
     d = s.values if s is not None else None
     blanket = krr_worst_case(s.epsilon_pair, d, n, delta) if s is not None and d is not None and d >= 3 else None
@@ -222,11 +286,41 @@ def _amplified(g: ShuffleGuarantee | PrivacyCost) -> bool:
     return isinstance(g, ShuffleGuarantee) and g.amplified
 
 
-def _one_window(release: WindowRelease, delta: float) -> ShuffleGuarantee | PrivacyCost:
-    cost = release.per_report
-    if release.n is None or cost.delta > 0.0:
-        return cost
-    return shuffled_epsilon(cost.epsilon, release.n, delta, release.structure)
+@functools.lru_cache(maxsize=256)
+def window_figure(release: WindowRelease, delta: float) -> ShuffleGuarantee | PrivacyCost:
+    """One window's own figure at ``delta``: its local cost when not shuffled (or δ₀ > 0); one report's
+    :func:`~ldp.privacy.shuffle.shuffled_epsilon`; k reports' :func:`reports_window`. Cached: the one-window line
+    and the composition over windows read the same figure (``ldp privacy … --windows``)."""
+    if release.n is None or release.per_report.delta > 0.0:
+        return release.local
+    if release.reports == 1:
+        return shuffled_epsilon(release.per_report.epsilon, release.n, delta, release.structure)
+    return reports_window(release, delta)
+
+
+@functools.lru_cache(maxsize=256)
+def reports_window(release: WindowRelease, delta: float) -> ShuffleGuarantee:
+    """One shuffled window of k > 1 reports of ε₀ a device: the smallest of the local k·ε₀, the k reports as one
+    k·ε₀ report among ⌈n/k⌉ devices (:func:`~ldp.privacy.shuffle.shuffled_epsilon`; in each of the
+    min(k, segments) segments the reports can be split among, at δ/that each, summed) and, with numpy and scipy, the
+    composed laws of :func:`_laws` (each report in a shuffle of its own among ⌊n/k⌋: :mod:`ldp.privacy.target`),
+    without them one report's figure among ⌊n/k⌋ at δ/k summed k times (basic composition). Never above k·ε₀."""
+    k, eps0, n = release.reports, release.per_report.epsilon, release.n
+    if n is None or release.per_report.delta > 0.0:
+        raise ValueError("a window of reports not shuffled, or of δ₀ > 0, has no shuffled figure")
+    local, parts = k * eps0, release.parts
+    figures: list[tuple[float, str]] = []
+    if delta / parts >= 1e-300:  # the k-tuple as one k·ε₀ report in each of its parts' segments, at δ/parts each
+        whole = shuffled_epsilon(local, -(-n // k), delta / parts)
+        figures.append((parts * whole.epsilon, whole.method))
+    if available("numpy", "scipy"):
+        figures.append((_composed({release: 1}, delta), REPORTS))
+    elif delta / k >= 1e-300:  # without the server extra: the k sub-shuffles' figures at δ/k summed
+        figures.append((k * shuffled_epsilon(eps0, n // k, delta / k, release.structure).epsilon, REPORTS))
+    eps, method = min(figures, default=(local, "none"))
+    if eps >= local * (1 - 1e-3):
+        return ShuffleGuarantee(local, 0.0, local, n, "none")
+    return ShuffleGuarantee(eps, delta, local, n, method)
 
 
 def _epsilon_of(g: ShuffleGuarantee | PrivacyCost) -> float:

@@ -262,9 +262,9 @@ def shuffled_epsilon(eps0: float, n: int, delta: float, structure: ShuffleStruct
     if own and structure is not None:
         found.append(_search(eps0, users, grid_delta, structure, None))
     if binary and structure is not None and structure.binary and structure.epsilon_pair <= _BINARY_MAX \
-            and available("numpy", "scipy") and n <= _BINARY_REACH * exact_max(grid_delta):
+            and available("numpy", "scipy") and n <= _BINARY_REACH * exact_max(grid_delta, structure.epsilon_pair):
         # without the server extra, the clone bound alone; past ten times the search's cap, its figure (that of the
-        # cap's users, about √10 times the exact one at n) is far above the k-RR clone bound (1.2-1.4 times it)
+        # cap's users, about √10 times the exact one at n) is far above the k-RR clone bound (1.23-1.45 times it)
         found.append((binary_rr_epsilon(structure.epsilon_pair, n, delta)[0], BINARY))
     d = structure.values if structure is not None else None
     if binary and d is not None and d >= 3 and n >= _KRR_MIN and available("numpy", "scipy"):

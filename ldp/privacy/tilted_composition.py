@@ -118,7 +118,8 @@ class LossLaw:
     def log_mgf(self, lam: Any) -> Any:
         """ln E[e^(λL); L < ∞] at each λ of ``lam`` (exact to rounding: a log-sum-exp)."""
         import numpy as np
-        from scipy.special import logsumexp
+
+        from ldp.privacy.light_scipy import logsumexp
 
         lam = np.atleast_1d(np.asarray(lam, dtype=np.float64))
         log_p = np.log(self.prob)
@@ -252,7 +253,8 @@ class _Composer:
 
     def convolve(self, a: _Tilted, b: _Tilted) -> _Tilted:
         import numpy as np
-        from scipy.signal import fftconvolve
+
+        from ldp.privacy.light_scipy import fftconvolve
 
         size = a.w.size + b.w.size - 1
         if a.w.size * b.w.size <= 4e6:  # direct: sums of non-negative products, a relative rounding
@@ -280,7 +282,8 @@ class _Composer:
     def log_delta(self, t: _Tilted, eps: float) -> float:
         """ln δ(ε) of the composed law (module docstring), the rounding bound added (``up``) or taken (``down``)."""
         import numpy as np
-        from scipy.special import logsumexp
+
+        from ldp.privacy.light_scipy import logsumexp
 
         s = (t.first + np.arange(t.w.size)) * self.h
         above = s > eps

@@ -59,7 +59,8 @@ def pair_losses(structure: ShuffleStructure, n: int, tail: float = 1e-18) -> tup
     ``_CUT``·``tail`` of mass: their charge then joins the infinite loss with the rest of the top ``tail``, and the
     PLD's grid spans only the body, so a window's cost scales with ln(1/δ), not with the top loss over the step."""
     import numpy as np
-    from scipy.stats import binom
+
+    from ldp.privacy.light_scipy import binom
 
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be an int >= 1, got {n!r}")
@@ -138,7 +139,8 @@ def _group_masses(starts: Any, ends: Any, size: int, alpha: float) -> Any:
     """P(start <= C < end) for C ~ Bin(size, alpha), each group from the tail it lies in (cdf below the median,
     sf above), so a tail group's mass keeps its relative precision instead of an absolute 10⁻¹⁶."""
     import numpy as np
-    from scipy.stats import binom
+
+    from ldp.privacy.light_scipy import binom
 
     below = binom.cdf(ends - 1, size, alpha) - binom.cdf(starts - 1, size, alpha)
     above = binom.sf(starts - 1, size, alpha) - binom.sf(ends - 1, size, alpha)

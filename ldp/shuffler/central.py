@@ -5,9 +5,9 @@ A window's segment holds ``n`` reports of a metric, from every replica, in a ran
 hides among those ``n`` (the analyst sees each report's metric and window). The guarantee is computed by the one
 function every window figure comes from, :func:`ldp.pipeline.guarantee.window_guarantee` (the protocol's shuffle
 structure, e.g. binary randomized response's exact bound, else Feldman, McMillan and Talwar's; δ = 10⁻⁸), for a
-device with as many reports of the metric in the window as its spec allows (k reports count as one of k·ε₀; one
-when the spec caps no window), against the analyst only: the figure the ingest service's dashboard and ``ldp privacy
---shuffled n`` state for the same window.
+device with as many reports of the metric in the window as its spec allows (k reports: never above k·ε₀,
+:mod:`ldp.privacy.target`; one when the spec caps no window), against the analyst only: the figure the ingest
+service's dashboard and ``ldp privacy --shuffled n`` state for the same window.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from ldp.ingest.metrics import IngestMetrics
 from ldp.ingest.segments import SegmentWriter
 from ldp.ingest.watch import fold_app
 from ldp.jobs import Section
+from ldp.pipeline.guarantee import window_guarantee
 from ldp.privacy.shuffle import shuffled_epsilon
 from ldp.protocols import get_protocol
 from ldp.simulation.attack import fake_reports
@@ -63,12 +64,14 @@ def test_each_window_has_a_verdict_the_page_and_metrics_show_it(tmp_path: Path) 
     html = render_dashboard(data, ["demo"])
     assert html.count("Possible poisoning") == 1 and "(possible poisoning)" in html
     # the shuffle's central guarantee: a device's reports among the 3,000 of the smallest segment; the spec lets a
-    # device send 10 a window (per_window 10 over per_report 1), which count as one report of 10·ε₀, no structure,
-    # among the 300 devices those 3,000 reports come from at least
+    # device send 10 a window (per_window 10 over per_report 1): each in a shuffle of its own among 300, the
+    # protocol's structure kept (as one report of 10·ε₀ among the 300 devices, nothing could be proven)
     sh = m["shuffle"]
     assert sh["segments"] == 2 and sh["smallest"] == 3000 and sh["unshuffled_segments"] == 0
     assert sh["reports_per_window"] == 10
-    assert m["shuffle"]["central"] == shuffled_epsilon(10.0, 300, 1e-8).to_dict()
+    assert not shuffled_epsilon(10.0, 300, 1e-8).amplified
+    assert m["shuffle"]["central"] == window_guarantee(spec.metrics["site"].params, 3000, 1e-8, 10).to_dict()
+    assert m["shuffle"]["central"]["epsilon"] < 10.0
     assert "Central guarantee against the analyst (shuffled)" in html
     config = parse_config({"data_dir": str(data), "apps": {"demo": {"token_sha256": "0" * 64,
                                                                     "specs": [str(spec_path)]}}}, tmp_path)

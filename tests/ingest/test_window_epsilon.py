@@ -132,19 +132,23 @@ def test_an_old_stored_entry_still_renders(tmp_path: Path) -> None:
 
 
 def test_the_window_rule_k_reports_bad_input_and_delta() -> None:
-    """k reports count as one of k·ε₀ with no structure, among ⌈n/k⌉ devices; a report with δ₀ > 0 gets no figure;
-    bad input is named."""
+    """k reports: each in a shuffle of its own among ⌊n/k⌋, the structure kept, never above the k·ε₀ report among
+    ⌈n/k⌉ devices nor below one report's figure; a report with δ₀ > 0 gets no figure; bad input is named."""
     from ldp.pipeline.guarantee import Randomizer, over_windows, window_release
     from ldp.privacy.cost import PrivacyCost
+    from ldp.privacy.over_time import reports_window
 
     rr = CollectionSpec.from_dict(SPEC).metrics["dark"].params
     eps0 = rr.privacy_cost.epsilon
     two = window_guarantee(rr, 3000, DELTA, reports=2)  # 3,000 reports, 2 a device: 1,500 devices at least
-    assert two is not None and two == shuffled_epsilon(2 * eps0, 1500, DELTA)  # generic: no structure with k > 1
-    three = window_guarantee(rr, 3001, DELTA, reports=3)  # the crowd is ⌈n/k⌉ devices, never the reports
-    assert three is not None and three == shuffled_epsilon(3 * eps0, 1001, DELTA) and three.n == 1001
-    assert three.epsilon > shuffled_epsilon(3 * eps0, 3001, DELTA).epsilon  # reports as users: understated
-    assert window_release(rr, 3000, 2).structure is None and window_release(rr, 3000).structure is not None
+    assert two is not None and two.epsilon0 == pytest.approx(2 * eps0) and two.n == 3000
+    assert two.epsilon <= shuffled_epsilon(2 * eps0, 1500, DELTA).epsilon  # the k·ε₀ report among the devices
+    assert two.epsilon < 0.5 * shuffled_epsilon(2 * eps0, 1500, DELTA).epsilon  # the structure kept: far tighter
+    assert two.epsilon >= window_guarantee(rr, 3000, DELTA).epsilon  # k reports leak at least one's
+    assert two == reports_window(window_release(rr, 3000, 2), DELTA)
+    three = window_guarantee(rr, 3001, DELTA, reports=3)
+    assert three is not None and two.epsilon <= three.epsilon <= 3 * eps0
+    assert window_release(rr, 3000, 2).structure == rr.shuffle_structure and window_release(rr, 3000, 2).reports == 2
     assert window_guarantee(Randomizer(PrivacyCost(1.0, 1e-9)), 3000, DELTA) is None
     assert window_guarantee(Randomizer(PrivacyCost(eps0), rr.shuffle_structure), 3000, DELTA) == \
         window_guarantee(rr, 3000, DELTA)

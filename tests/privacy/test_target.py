@@ -1,5 +1,5 @@
-"""ldp.privacy.target: k reports a window are one k·ε₀ report (generic bound, no k-RR structure) among ⌈n/k⌉
-devices; split over j segments, min(k, j) such releases; no bound for δ₀ > 0 or memoizing protocols."""
+"""ldp.privacy.target: a window of k reports of ε₀ a device is one release (the k reports, the randomizer's
+structure kept), whatever the segments; no bound for δ₀ > 0 or memoizing protocols."""
 
 from __future__ import annotations
 
@@ -17,16 +17,21 @@ def params(protocol: str, p: dict):
                                                        "budget": {"per_report": 9}}}}).metrics["m"].params
 
 
-def test_one_report_keeps_the_structure_and_several_use_the_generic_bound():
+def test_a_window_is_one_release_of_its_k_reports_with_the_structure_whatever_the_segments():
     grr = params("grr", {"epsilon": 1, "domain_size": 4})
     one, three = metric_loss(grr, 1), metric_loss(grr, 3)
     assert one.per_report == PrivacyCost(1.0) and one.structure == grr.shuffle_structure is not None
-    assert three.per_report == PrivacyCost(3.0) and three.structure is None
+    assert three.per_report == PrivacyCost(3.0) and three.report == PrivacyCost(1.0)
+    assert three.structure == grr.shuffle_structure
     assert window_releases(one, 1000, 5) == [WindowRelease(PrivacyCost(1.0), 1000, grr.shuffle_structure)]
-    # 1,000 reports of at most 3 a device: 334 devices at least, the crowd the bound counts
-    assert window_releases(three, 1000, 5) == [WindowRelease(PrivacyCost(3.0), 334, None)] * 3
-    assert window_releases(three, 1000, 2) == [WindowRelease(PrivacyCost(3.0), 334, None)] * 2
-    assert window_releases(three, None, 2) == [WindowRelease(PrivacyCost(3.0), None, None)]
+    for segments in (1, 2, 5):  # one release; the segments the k reports can be split among kept (at most k)
+        assert window_releases(three, 1000, segments) == [WindowRelease(PrivacyCost(1.0), 1000,
+                                                                        grr.shuffle_structure, 3, min(3, segments))]
+    assert window_releases(three, None, 2)[0].local == PrivacyCost(3.0)
+    with pytest.raises(ValueError, match="segments"):
+        window_releases(three, 1000, 0)
+    with pytest.raises(ValueError, match="reports"):
+        WindowRelease(PrivacyCost(1.0), 1000, None, 0)
 
 
 def test_the_crowd_is_the_fewest_devices_the_reports_can_come_from():
@@ -49,3 +54,20 @@ def test_no_bound_without_a_cap_or_for_memoizing_protocols():
 def test_meets_is_inclusive():
     t = CentralTarget(1.0, 1e-8)
     assert meets(1.0, 1e-8, t) and not meets(1.0 + 1e-9, 1e-8, t) and not meets(0.5, 2e-8, t)
+
+
+def test_the_k_tuple_argument_is_composed_once_per_segment_it_can_be_split_among():
+    """The k reports as one k·ε₀ report hold per segment only (each segment's multiset is a function of its devices'
+    parts): with j segments that pair is composed min(k, j) times, never taken once for the whole window."""
+    from ldp.privacy.over_time import _laws, reports_window
+    from ldp.privacy.shuffle import shuffled_epsilon
+
+    for k, segments in ((3, 1), (3, 2), (3, 7), (1, 4)):
+        release = WindowRelease(PrivacyCost(0.5), 3000, None, k, min(k, segments))
+        laws = _laws(release, 1e-8, 1)
+        if k > 1:  # the last law is the k-tuple's generic pair, composed once per part
+            assert laws[-1][1] == min(k, segments)
+            whole = shuffled_epsilon(0.5 * k, 1000, 1e-8 / min(k, segments)).epsilon * min(k, segments)
+            assert reports_window(release, 1e-8).epsilon <= min(whole, 0.5 * k) + 1e-12
+        else:
+            assert all(m == 1 for _, m in laws)

@@ -155,6 +155,19 @@ def test_binary_monotone_where_its_search_stops(eps0: float, delta: float) -> No
     consecutive n across that point never rise."""
     from ldp.privacy.binary_shuffle import exact_max
 
-    edge = 10 * exact_max(floor_delta(delta))
+    edge = 10 * exact_max(floor_delta(delta), eps0)
     got = [_quiet(eps0, m, delta, "binary") for m in (edge - 1, edge, edge + 1, edge + 2)]
     assert got == sorted(got, reverse=True)
+
+
+def test_a_larger_eps0_is_searched_exactly_to_more_users() -> None:
+    """The search's cap grows as 1/(p(1 − p)) above ε₀ = 1 (issue 88, item 3): at ε₀ = 5.9, n = 10⁸ the figure is
+    the worst dataset's, within 1.1× of a real dataset's exact ε (the k-RR clone bound said 1.435×), never below."""
+    from ldp.privacy.binary_shuffle import binary_pair, exact_max
+
+    assert exact_max(1e-8, 5.9) > 7 * 10**8 and exact_max(1e-8, 1.0) == exact_max(1e-8, 0.3) == 10**7
+    assert exact_max(1e-150, 5.9) < exact_max(1e-8, 5.9)  # still non-increasing as δ falls
+    eps0, n, delta = 5.9, 10**8, 1e-8
+    p = 1.0 / (1.0 + math.exp(-eps0))
+    exact = binary_pair(0, n - 1, p, 1e-18).epsilon(delta)
+    assert exact <= _quiet(eps0, n, delta, "binary") <= 1.1 * exact

@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 from ldp.cli import main
 from ldp.privacy.cost import PrivacyCost
-from ldp.privacy.over_time import central_over_time
+from ldp.privacy.over_time import WindowRelease, central_over_time, central_over_windows
 from ldp.spec import CentralTarget, CollectionSpec, Release, SpecError
 
 
@@ -105,21 +105,27 @@ def run(capsys, *argv) -> tuple[int, str]:
 
 def test_spec_validate_states_the_horizon_and_the_target(tmp_path, capsys):
     n, delta = 10**5, 1e-8
-    structure = CollectionSpec.from_dict(doc()).metrics["a"].params.shuffle_structure
+    metrics = CollectionSpec.from_dict(doc()).metrics
+    structure = metrics["a"].params.shuffle_structure
     e_a = central_over_time(PrivacyCost(1.0), n, delta, 30, structure).epsilon  # one k-RR report a window
-    e_b = central_over_time(PrivacyCost(2.0), n, delta, 30).epsilon  # two reports a window: generic, 2·ε₀
+    # b: two 20-RR reports a window among 2n reports (n devices): each in a shuffle of its own among n (its blanket
+    # kept), composed; below a's one binary report, above one 20-RR report a window
+    b_params = metrics["b"].params
+    e_b = central_over_windows([WindowRelease(PrivacyCost(1.0), 2 * n, b_params.shuffle_structure, 2)] * 30,
+                               delta).epsilon
+    assert central_over_time(PrivacyCost(1.0), n, delta, 30, b_params.shuffle_structure).epsilon < e_b < e_a
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(doc({"epsilon": (e_a + e_b) / 2, "delta": delta, "windows": 30})))
     code, out = run(capsys, "spec", "validate", str(path), "--shuffled", str(n))
     assert code == 0
     target = f"target ε={(e_a + e_b) / 2:g}, δ={delta:g} over 30 windows"
-    assert f"    over 30 windows: central ε={e_a:.4g}, δ={delta:g} (naive W·ε" in out and f"{target}: met" in out
-    assert f"    over 30 windows: central ε={e_b:.4g}, δ={delta:g}" in out and f"{target}: NOT met" in out
+    assert f"    over 30 windows: central ε={e_a:.4g}, δ={delta:g} (naive W·ε" in out and f"{target}: NOT met" in out
+    assert f"    over 30 windows: central ε={e_b:.4g}, δ={delta:g}" in out and f"{target}: met" in out
     code, out = run(capsys, "spec", "validate", str(path), "--shuffled", str(n), "--json")
     central = json.loads(out)["central"]
-    assert central["a"]["windows"] == 30 and central["a"]["meets_target"] is True
+    assert central["a"]["windows"] == 30 and central["a"]["meets_target"] is False
     assert central["a"]["over_windows"]["epsilon"] == pytest.approx(e_a, rel=1e-12)
-    assert central["b"]["meets_target"] is False and central["b"]["reports_per_window"] == 2
+    assert central["b"]["meets_target"] is True and central["b"]["reports_per_window"] == 2
     assert central["b"]["over_windows"]["epsilon"] == pytest.approx(e_b, rel=1e-12)
     # --windows replaces the target's horizon
     code, out = run(capsys, "spec", "validate", str(path), "--shuffled", str(n), "--windows", "1", "--json")
