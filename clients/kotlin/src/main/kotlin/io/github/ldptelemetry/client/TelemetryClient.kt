@@ -1,24 +1,24 @@
 package io.github.ldptelemetry.client
 
+import io.github.ldptelemetry.client.dap.DapMetric
+import io.github.ldptelemetry.client.dap.TwoAggregatorTask
 import io.github.ldptelemetry.client.internal.Bytes
 import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.ledger.BudgetLedger
 import io.github.ldptelemetry.client.ledger.DeviceState
+import io.github.ldptelemetry.client.ledger.OutboxLanes
 import io.github.ldptelemetry.client.ledger.OutboxRecord
-import io.github.ldptelemetry.client.ledger.PinnedPart
 import io.github.ldptelemetry.client.ledger.StateStore
-import io.github.ldptelemetry.client.ledger.StoreTransaction
-import io.github.ldptelemetry.client.ledger.StoreView
+import io.github.ldptelemetry.client.protocols.Charge
 import io.github.ldptelemetry.client.protocols.Encoder
 import io.github.ldptelemetry.client.protocols.EncoderOptions
 import io.github.ldptelemetry.client.protocols.envelopeJson
 import io.github.ldptelemetry.client.random.RandomSource
 import io.github.ldptelemetry.client.random.SecureRandomSource
-import io.github.ldptelemetry.client.spec.Budget
 import io.github.ldptelemetry.client.spec.CollectionSpec
 import io.github.ldptelemetry.client.upload.Batch
+import io.github.ldptelemetry.client.upload.DapLane
 import io.github.ldptelemetry.client.upload.Outbox
-import io.github.ldptelemetry.client.upload.PendingReport
 import java.util.logging.Level
 import java.util.logging.Logger
 
@@ -43,6 +43,14 @@ import java.util.logging.Logger
  *
  * [clock] gives Unix seconds (the ledger never lets it go back); [rng] the randomness of the reports (default: a
  * [SecureRandomSource]; another source is for tests and simulations only, and the device secret comes from it too).
+ *
+ * A two-aggregator metric (the spec's `trust` `two-aggregator` or `two-aggregator+local`) is recorded with its task
+ * ([tasks], metric name to a [io.github.ldptelemetry.client.dap.DapTask] of the task file `ldp collect task` wrote,
+ * each checked against the spec here: an [IllegalArgumentException] naming the first difference): each report a
+ * DAP-09 report sealed to the task's two aggregators, charged [CollectionSpec.reportCharge] and held to the task's k
+ * reports a window ([CollectionSpec.deviceWindowCap]), kept in the same outbox, and sent to the task's leader by the
+ * [io.github.ldptelemetry.client.upload.Uploader] (docs/kotlin-client.md, "Two-aggregator reports"). Without its
+ * task, [record] refuses such a metric ([RefusalCode.TRUST_MODEL]), nothing charged.
  */
 public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) constructor(
     public val spec: CollectionSpec,
@@ -51,14 +59,25 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
     private val rng: RandomSource = SecureRandomSource(),
     /** The most bytes of reports the outbox keeps waiting for upload (a positive number). */
     public val maxOutboxBytes: Long = DEFAULT_MAX_OUTBOX_BYTES,
+    /** Per two-aggregator metric, its task (the map is copied; the tasks stay the app's, to close). */
+    tasks: Map<String, TwoAggregatorTask> = emptyMap(),
 ) : Outbox {
     private val encoders = HashMap<String, Encoder<*, *>>()
+    private val outbox = ClientOutbox(spec, store, clock)
+    private val dap: Map<String, DapMetric>
 
     /** The device secret the cached [encoders] were made with (another client of the store may opt out or in). */
     private var encodersSecret: String? = null
 
     init {
         require(maxOutboxBytes > 0) { "maxOutboxBytes must be a positive number of bytes, got $maxOutboxBytes" }
+        val dapMetrics = spec.metrics.filterValues { it.trust.twoAggregator }.keys
+        val unknown = tasks.keys.filter { it !in dapMetrics }.sorted()
+        require(unknown.isEmpty()) {
+            "tasks: ${unknown.joinToString(", ") { Refuse.quote(it) }} is no two-aggregator metric of collection " +
+                "${Refuse.quote(spec.name)} (its two-aggregator metrics: ${dapMetrics.sorted().joinToString(", ").ifEmpty { "none" }})"
+        }
+        dap = tasks.mapValues { (metric, task) -> DapMetric(spec, metric, task) }
         val existing = store.read { it.state } // opening an existing store writes nothing
         if (existing == null) {
             store.transact { tx ->
@@ -80,8 +99,6 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
             )
         }
     }
-
-    private fun state(view: StoreView): DeviceState = view.state ?: throw LedgerException("the client's state is gone")
 
     private fun encoder(metric: String, state: DeviceState): Encoder<*, *> {
         val deviceSecret = state.secretHex ?: throw optedOutError()
@@ -128,28 +145,31 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
         for ((i, item) in items.withIndex()) {
             itemError(batch, i, item.first) {
                 val m = spec.metric(item.first)
-                // A value the spec sends to two aggregators, secret-shared, is never randomized to one collector:
-                // refused before the value is looked at (Python's client does the same).
-                if (m.trust.twoAggregator) throw Refuse.trustModel(m.name, m.trust.value)
+                // A value the spec sends to two aggregators, secret-shared, is never randomized to one collector: without
+                // its task, refused before the value is looked at (Python's client does the same).
+                if (m.trust.twoAggregator && m.name !in dap) throw Refuse.trustModel(m.name, m.trust.value)
             }
         }
         if (items.isEmpty()) return emptyList()
         val reading = clock()
         return store.transact { tx ->
-            val state = state(tx)
+            val state = stateOf(tx)
             if (state.optedOut) throw optedOutError()
             val window = BudgetLedger.advance(state, reading, spec.windowSeconds)
             val prepared = items.mapIndexed { i, (metric, value) -> itemError(batch, i, metric) { encoder(metric, state).prepare(value) } }
-            var room = tx.pendingBytes
+            var room = OutboxLanes.pendingBytes(tx, state)
             val ids = items.indices.map { i ->
                 val metric = items[i].first
+                val task = dap[metric]
                 val reservation = try {
-                    BudgetLedger.charge(state, spec, metric, prepared[i].charge, window)
+                    BudgetLedger.charge(state, spec, metric, task?.let { Charge.Plain(it.charge) } ?: prepared[i].charge, window)
                 } catch (e: BudgetExceededException) {
                     if (!batch) throw e
                     throw BudgetExceededException(e.scope, e.period, e.requested, e.spent, e.cap, i)
                 }
-                val record = OutboxRecord(state.nextId, metric, envelopeJson(spec.fingerprint, metric, window, prepared[i].randomize(reservation.epoch)))
+                val line = task?.line(prepared[i], state.clock, window)
+                    ?: envelopeJson(spec.fingerprint, metric, window, prepared[i].randomize(reservation.epoch))
+                val record = OutboxRecord(state.nextId, metric, line)
                 if (room + record.size > maxOutboxBytes) throw OutboxFullException(room, record.size, maxOutboxBytes, if (batch) i else null)
                 room += record.size
                 state.nextId = record.id + 1
@@ -177,7 +197,7 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
         metric?.let { spec.metric(it) }
         val reading = clock()
         return store.read { view ->
-            val state = state(view)
+            val state = stateOf(view)
             val window = Math.floor(maxOf(state.clock, BudgetLedger.checkClock(reading)) / spec.windowSeconds).toLong()
             BudgetLedger.spent(state, metric ?: BudgetExceededException.ALL_METRICS, if (lifetime) null else window)
         }
@@ -187,20 +207,21 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
     @Throws(LedgerException::class)
     public fun currentWindow(): Long {
         val reading = clock()
-        return store.read { view -> Math.floor(maxOf(state(view).clock, BudgetLedger.checkClock(reading)) / spec.windowSeconds).toLong() }
+        return store.read { view -> Math.floor(maxOf(stateOf(view).clock, BudgetLedger.checkClock(reading)) / spec.windowSeconds).toLong() }
     }
 
-    /** Reports waiting for upload (none once opted out). */
+    /** Reports waiting for upload, in either lane (none once opted out). */
     @Throws(LedgerException::class)
-    public fun pending(): Long = store.read { it.pendingCount }
+    public fun pending(): Long = outbox.pending()
 
     /** Bytes of reports waiting for upload, as [maxOutboxBytes] counts them. */
     @Throws(LedgerException::class)
-    public fun pendingBytes(): Long = store.read { it.pendingBytes }
+    public fun pendingBytes(): Long = outbox.pendingBytes()
 
-    /** Reports acknowledged by the collector so far, per metric. */
+    /** Reports acknowledged so far, per metric: by the ingest service, or by a two-aggregator metric's leader (which
+     * has it, or refused it for good). */
     @Throws(LedgerException::class)
-    public fun uploaded(): Map<String, Long> = store.read { HashMap(state(it).uploaded) }
+    public fun uploaded(): Map<String, Long> = store.read { HashMap(stateOf(it).uploaded) }
 
     /**
      * What may still be spent on [metric] (null: the whole collection) in the current window and over the lifetime:
@@ -209,18 +230,23 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
     @JvmOverloads
     @Throws(LedgerException::class)
     public fun remaining(metric: String? = null): Remaining {
-        val scopes = listOfNotNull(metric?.let { it to spec.metric(it).budget }, BudgetExceededException.ALL_METRICS to spec.budget)
+        // (scope, its window cap, its lifetime cap): a metric's window cap is its cap on the device
+        val scopes = listOfNotNull(
+            metric?.let { Triple(it, spec.deviceWindowCap(it), spec.metric(it).budget.lifetime) },
+            Triple(BudgetExceededException.ALL_METRICS, spec.budget.perWindow, spec.budget.lifetime),
+        )
         val reading = clock()
         return store.read { view ->
-            val state = state(view)
+            val state = stateOf(view)
             val window = Math.floor(maxOf(state.clock, BudgetLedger.checkClock(reading)) / spec.windowSeconds).toLong()
-            fun left(window: Long?, cap: (Budget) -> PrivacyCost?): PrivacyCost? =
-                scopes.mapNotNull { (scope, budget) ->
-                    val c = cap(budget) ?: return@mapNotNull null
+            fun left(window: Long?, cap: (Triple<String, PrivacyCost?, PrivacyCost?>) -> PrivacyCost?): PrivacyCost? =
+                scopes.mapNotNull { caps ->
+                    val scope = caps.first
+                    val c = cap(caps) ?: return@mapNotNull null
                     val s = BudgetLedger.spent(state, scope, window)
                     PrivacyCost(maxOf(0.0, c.epsilon - s.epsilon), maxOf(0.0, c.delta - s.delta))
                 }.reduceOrNull { a, b -> PrivacyCost(minOf(a.epsilon, b.epsilon), minOf(a.delta, b.delta)) }
-            Remaining(left(window) { it.perWindow }, left(null) { it.lifetime })
+            Remaining(left(window) { it.second }, left(null) { it.third })
         }
     }
 
@@ -230,8 +256,8 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
      */
     @Throws(LedgerException::class)
     public fun counts(): Map<String, Counts> = store.read { view ->
-        val state = state(view)
-        val pending = view.head(minOf(view.pendingCount, Int.MAX_VALUE.toLong()).toInt()).groupingBy { it.metric }.eachCount()
+        val state = stateOf(view)
+        val pending = outbox.waiting(view).groupingBy { it.metric }.eachCount()
         (pending.keys + state.uploaded.keys + state.discarded.keys).sorted().associateWith { metric ->
             val p = (pending[metric] ?: 0).toLong()
             val u = state.uploaded[metric] ?: 0L
@@ -244,7 +270,7 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
 
     /** Whether the device opted out of collection ([optOut]), as the store says now. */
     @get:Throws(LedgerException::class)
-    public val optedOut: Boolean get() = store.read { state(it).optedOut }
+    public val optedOut: Boolean get() = store.read { stateOf(it).optedOut }
 
     /**
      * Stops collection on this device (what an app's privacy setting calls), in one crash-safe transaction: deletes
@@ -256,14 +282,13 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
     @Throws(LedgerException::class)
     public fun optOut(): Long {
         val deleted = store.transact { tx ->
-            val state = state(tx)
+            val state = stateOf(tx)
             if (state.optedOut) return@transact 0L
-            val n = tx.pendingCount
-            for (r in tx.head(n.toInt())) state.discarded[r.metric] = (state.discarded[r.metric] ?: 0L) + 1
-            tx.dropHead(n.toInt())
+            val waiting = OutboxLanes.removeAll(tx, state)
+            for (r in waiting) state.discarded[r.metric] = (state.discarded[r.metric] ?: 0L) + 1
             state.forget()
             tx.state = state
-            n
+            waiting.size.toLong()
         }
         if (log.isLoggable(Level.INFO)) log.info("opted out of collection: $deleted pending report(s) deleted")
         return deleted
@@ -278,7 +303,7 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
     public fun optIn(): Boolean {
         if (!optedOut) return false // nothing to write
         val done = store.transact { tx ->
-            val state = state(tx)
+            val state = stateOf(tx)
             if (!state.optedOut) return@transact false
             state.renew(newSecret())
             tx.state = state
@@ -292,108 +317,35 @@ public class TelemetryClient @JvmOverloads @Throws(LedgerException::class) const
         "this device opted out of collection (optOut): nothing is recorded until it opts in again (optIn)",
     )
 
-    // -- the Outbox the uploader works against -------------------------------------------------------------------
+    // -- the Outbox the uploader works against: the ingest lane's batches (ClientOutbox) ---------------------------
+
+    /** Whether a report waits, in either lane. */
+    @Throws(LedgerException::class)
+    override fun hasPending(): Boolean = outbox.hasPending()
 
     @Throws(LedgerException::class)
-    override fun hasPending(): Boolean = pending() > 0
+    override fun nextUploadAt(): Double = outbox.nextUploadAt()
 
     @Throws(LedgerException::class)
-    override fun nextUploadAt(): Double = store.read { view ->
-        val state = state(view)
-        when {
-            state.optedOut -> Double.POSITIVE_INFINITY
-            else -> state.lastUpload?.let { it + spec.minIntervalSeconds } ?: Double.NEGATIVE_INFINITY
-        }
-    }
-
-    private fun part(view: StoreView, p: PinnedPart): Batch {
-        val records = view.head((p.last - p.first + 1).toInt())
-        if (records.isEmpty() || records.first().id != p.first || records.last().id != p.last) {
-            throw LedgerException("the client's state is damaged: pinned batch ${p.id} is not at the head of the outbox")
-        }
-        return Batch(p.id, records.map { PendingReport(it.id, it.line) })
-    }
-
-    private fun pin(state: DeviceState, records: List<OutboxRecord>): PinnedPart =
-        PinnedPart(batchId(Bytes.fromHex(state.saltHex), records.map { it.id }, records.map { it.line }), records.first().id, records.last().id)
-
-    /** What [nextBatch] returns without pinning anything: the pinned part, or null when there is nothing to send now
-     * (or [PIN] when a new batch must be pinned, in a transaction). */
-    private fun unpinned(view: StoreView, reading: Double): Batch? {
-        val state = state(view)
-        state.parts.firstOrNull()?.let { return part(view, it) }
-        if (state.optedOut || view.pendingCount == 0L) return null
-        val last = state.lastUpload
-        if (last != null && maxOf(state.clock, BudgetLedger.checkClock(reading)) < last + spec.minIntervalSeconds) return null
-        return PIN
-    }
+    override fun nextBatch(limit: Int?): Batch? = outbox.nextBatch(limit)
 
     @Throws(LedgerException::class)
-    override fun nextBatch(limit: Int?): Batch? {
-        require(limit == null || limit >= 1) { "limit must be null or >= 1, got $limit" }
-        val reading = clock()
-        val seen = store.read { unpinned(it, reading) } // nothing to pin: nothing written
-        if (seen !== PIN) return seen
-        return store.transact { tx ->
-            val now = unpinned(tx, reading)
-            if (now !== PIN) return@transact now
-            val state = state(tx)
-            val records = tx.head(minOf(limit ?: spec.maxBatch, spec.maxBatch))
-            val p = pin(state, records)
-            state.parts.add(p)
-            tx.state = state
-            Batch(p.id, records.map { PendingReport(it.id, it.line) })
-        }
-    }
+    override fun splitBatch(batch: String): Int = outbox.splitBatch(batch)
 
     @Throws(LedgerException::class)
-    override fun splitBatch(batch: String): Int = store.transact { tx ->
-        val state = state(tx)
-        val i = state.parts.indexOfFirst { it.id == batch }
-        if (i < 0) return@transact 0
-        // parts are contiguous from the head: read through this one
-        val through = tx.head((state.parts[i].last - state.parts[0].first + 1).toInt())
-        val records = through.filter { it.id >= state.parts[i].first }
-        val half = (records.size + 1) / 2
-        if (records.size >= 2) {
-            state.parts.removeAt(i)
-            state.parts.add(i, pin(state, records.subList(half, records.size)))
-            state.parts.add(i, pin(state, records.subList(0, half)))
-            tx.state = state
-        }
-        half
-    }
+    override fun acknowledgeBatch(batch: String, ids: List<Long>): Int = outbox.acknowledgeBatch(batch, ids)
 
-    @Throws(LedgerException::class)
-    override fun acknowledgeBatch(batch: String, ids: List<Long>): Int {
-        val reading = clock()
-        return store.transact { tx ->
-            val state = state(tx)
-            val p = state.parts.firstOrNull() ?: return@transact 0
-            if (p.id != batch) {
-                if (state.parts.none { it.id == batch }) return@transact 0 // acknowledged already (another process)
-                throw LedgerException("batch $batch acknowledged before the part pinned ahead of it (${p.id})")
-            }
-            val records = tx.head((p.last - p.first + 1).toInt())
-            val wanted = ids.toHashSet()
-            if (records.any { it.id !in wanted }) throw LedgerException("acknowledgement of batch $batch does not cover its reports")
-            tx.dropHead(records.size)
-            for (r in records) state.uploaded[r.metric] = (state.uploaded[r.metric] ?: 0L) + 1
-            state.parts.removeAt(0)
-            state.lastUpload = maxOf(state.clock, BudgetLedger.checkClock(reading))
-            tx.state = state
-            records.size
-        }
-    }
+    /** The two-aggregator lane the [io.github.ldptelemetry.client.upload.Uploader] sends first: each waiting DAP report
+     * to its metric's leader (the tasks given to this client). */
+    internal fun dapLane(): DapLane = DapLane(
+        outbox::dapPending, outbox::acknowledgeDap, dap.mapValues { it.value.task.leaderUrl }, { outbox.hasPending(dap = false) },
+    )
 
     public companion object {
         /** The default cap of the outbox: 1 MiB of reports waiting for upload (about 7,000 GRR reports). */
         public const val DEFAULT_MAX_OUTBOX_BYTES: Long = 1L shl 20
 
         private val BATCH_TAG = Bytes.ascii("ldp/client/batch-id/v1\u0000")
-
-        /** [nextBatch]'s "a new batch must be pinned" (never returned). */
-        private val PIN = Batch("", emptyList())
 
         private val log: Logger = Logger.getLogger(TelemetryClient::class.java.name)
 

@@ -9,33 +9,29 @@ import io.github.ldptelemetry.client.internal.Json
  * wrote, read by the native client (`libldp_client`, the `ldp_dap_task_*` functions: the `prio` crate's Prio3 of
  * VDAF draft 18 or 08, the `hpke` crate's sealing; nothing of the cryptography is written in Kotlin), bound with JNA.
  * [report] makes the DAP-09 report of a measurement, its report ID, sharding randomness and ephemeral keys from the
- * OS generator: the body of `PUT {leaderUrl}/tasks/{taskId}/reports`.
+ * OS generator: the body of `PUT {leaderUrl}/tasks/{taskId}/reports`. A
+ * [io.github.ldptelemetry.client.TelemetryClient] given it (`tasks`) records and uploads the metric's reports.
  *
  * Needs JNA (`net.java.dev.jna:jna`, an optional dependency of this library: add it to the app) and the native
- * library for the platform (docs/kotlin-client.md, "Two-aggregator metrics"); without either, the constructor
+ * library for the platform (docs/kotlin-client.md, "Two-aggregator reports"); without either, the constructor
  * throws an [IllegalStateException] saying which. Thread-safe; [close] frees the native task.
  */
-public class DapTask(taskFileJson: String) : AutoCloseable {
+public class DapTask(taskFileJson: String) : TwoAggregatorTask, AutoCloseable {
     private val native: LdpNative = load()
     private var handle: com.sun.jna.Pointer?
 
-    /** The task ID, unpadded base64url (as in the leader's URL). */
-    public val taskId: String
+    override val taskId: String
     public val app: String
-    public val metric: String
-    public val leaderUrl: String
-    /** `two-aggregator`, or `two-aggregator+local` when devices randomize first. */
-    public val trust: String
-    public val windowSeconds: Long
-    public val timePrecision: Long
-    /** The most reports a device sends a window (`null`: the spec caps none, one assumed). */
-    public val reportsPerWindow: Long?
-    /** The local protocol, `{"protocol": …, "params": {…}}` as JSON (`null` without local noise). */
-    public val localJson: String?
-    /** `Prio3Count`, `Prio3Sum`, `Prio3SumVec` or `Prio3Histogram`. */
-    public val vdafType: String
-    /** Entries of the aggregate: the buckets or the vector's length, 1 for Count and Sum. */
-    public val length: Int
+    override val metric: String
+    override val leaderUrl: String
+    override val trust: String
+    override val windowSeconds: Long
+    override val timePrecision: Long
+    override val reportsPerWindow: Long?
+    override val localJson: String?
+    override val vdafType: String
+    override val length: Int
+    override val maxMeasurement: Long?
     /** The VDAF draft: 8 or 18. */
     public val draft: Int
     /** Bytes of randomness [reportWithRandom] takes. */
@@ -64,12 +60,14 @@ public class DapTask(taskFileJson: String) : AutoCloseable {
         length = (d["length"] as Number).toInt()
         draft = (d["draft"] as Number).toInt()
         randLength = (d["rand_len"] as Number).toInt()
+        // the one member the native description leaves out, read from the file the library accepted
+        maxMeasurement = ((Json.parse(taskFileJson) as? Map<*, *>)?.get("vdaf") as? Map<*, *>)?.get("max_measurement") as? Long
     }
 
     /** The DAP-09 report of [measurement] (the bucket index for a histogram, 0 or 1 for a count, the value of a sum,
      * the entries of a vector) made at [time] (Unix seconds, rounded down to the task's precision). A measurement the
      * task's type refuses is an [IllegalArgumentException]. */
-    public fun report(measurement: LongArray, time: Long): ByteArray = synchronized(this) {
+    override fun report(measurement: LongArray, time: Long): ByteArray = synchronized(this) {
         val out = PointerByReference()
         check(native.ldp_dap_task_report(live(), measurement, measurement.size.toLong(), time, out), "the report")
         reportBytes(out)

@@ -56,6 +56,45 @@ internal object Bytes {
     fun unsigned(v: Long): java.math.BigInteger =
         java.math.BigInteger.valueOf(v ushr 1).shiftLeft(1).add(java.math.BigInteger.valueOf(v and 1L))
 
+    private const val B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+    /** Unpadded base64url of [bytes] (RFC 4648 §5; DAP's encoding of IDs in URLs and JSON). Written here: Android 24
+     * lacks `java.util.Base64`. */
+    fun base64Url(bytes: ByteArray): String {
+        val out = StringBuilder((bytes.size * 4 + 2) / 3)
+        var i = 0
+        while (i < bytes.size) {
+            val n = minOf(3, bytes.size - i)
+            var word = 0
+            for (j in 0 until 3) word = (word shl 8) or (if (j < n) bytes[i + j].toInt() and 0xff else 0)
+            for (j in 0..n) out.append(B64URL[(word ushr (18 - 6 * j)) and 0x3f])
+            i += 3
+        }
+        return out.toString()
+    }
+
+    /** The bytes of unpadded (or padded) base64url [text]; null when it is not (empty, another character, a length
+     * no encoding has, or bits set past the last byte). */
+    fun fromBase64Url(text: String): ByteArray? {
+        val body = text.trimEnd('=')
+        if (body.isEmpty() || body.length % 4 == 1 || text.length - body.length > 2) return null
+        val out = java.io.ByteArrayOutputStream(body.length * 3 / 4)
+        var word = 0
+        var bits = 0
+        for (c in body) {
+            val v = B64URL.indexOf(c)
+            if (v < 0) return null
+            word = (word shl 6) or v
+            bits += 6
+            if (bits >= 8) {
+                bits -= 8
+                out.write((word ushr bits) and 0xff)
+            }
+        }
+        if (word and ((1 shl bits) - 1) != 0) return null
+        return out.toByteArray()
+    }
+
     /** ASCII bytes of a tag or fingerprint. */
     fun ascii(s: String): ByteArray = s.toByteArray(Charsets.US_ASCII)
 

@@ -187,15 +187,20 @@ internal object Refuse {
     fun unknownAttributes(attributes: List<String>): IllegalArgumentException =
         valueError(RefusalCode.UNKNOWN_ATTRIBUTES, fields("attributes" to attributes), "unknown attributes ${show(attributes)}")
 
-    /** `trust_model`: the spec sends [metric]'s values to two aggregators ([trust]), a mode this client does not
-     * build reports for. */
+    /** `trust_model`: the spec sends [metric]'s values to two aggregators ([trust]), and the client was given no task
+     * for it. */
     fun trustModel(metric: String, trust: String): IllegalArgumentException =
         valueError(
             RefusalCode.TRUST_MODEL, fields("metric" to metric, "trust" to trust),
-            "metric ${quote(metric)} is collected in the two-aggregator mode (trust ${quote(trust)}): its value is secret-shared " +
-                "between two aggregators, never sent randomized to one collector; this client does not build those reports yet " +
-                "(the native client does): nothing is recorded",
+            "metric ${quote(metric)} is collected in the two-aggregator mode (trust ${quote(trust)}): its reports are sealed " +
+                "to its task's aggregators, and no task was given for it: TelemetryClient(..., tasks = mapOf(${quote(metric)} " +
+                "to DapTask(taskFileText))), the file `ldp collect task --leader-config ... --helper-config ...` wrote; " +
+                "nothing is recorded",
         )
+
+    /** `not_encodable`: the native library made no DAP report of [metric]'s measurement ([why]). */
+    fun reportNotMade(metric: String, why: String): IllegalArgumentException =
+        valueError(RefusalCode.NOT_ENCODABLE, fields("metric" to metric), "metric ${quote(metric)}: the report could not be made: $why")
 
     /** [e] restated: its message after [prefix], its parameter names mapped by [names], [extra] fields added (a part
      * a protocol is built from, or one attribute of a record). Not a refusal: [e] itself. */

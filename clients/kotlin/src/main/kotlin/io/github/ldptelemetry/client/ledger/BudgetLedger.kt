@@ -12,7 +12,8 @@ public class ClockException(message: String) : IllegalArgumentException(message)
 /**
  * The budget rules of the Python ledger (`ldp/privacy/ledger.py`, docs/client.md "Budgets"), applied to a
  * [DeviceState] inside a store transaction: per window (`floor(clock / window_seconds)`, the clock never going back)
- * and over the lifetime, for the metric and for the collection (`*`), each cap with Python's relative slack of 1e-9;
+ * and over the lifetime, for the metric and for the collection (`*`), each cap with Python's relative slack of 1e-9
+ * (a metric's window cap is [CollectionSpec.deviceWindowCap]: a two-aggregator metric's k reports);
  * a memoized charge cut so that one key's total never exceeds its cap; a charge-on-change charged only when the
  * stream's value changes, its epoch kept. Memo keys and change values are stored as keyed hashes under the device's
  * salt, never as they are.
@@ -51,7 +52,7 @@ public object BudgetLedger {
         val priced = price(state, metric, charge)
         val m = spec.metric(metric)
         val scopes = listOf(
-            Scope(metric, m.budget.perWindow, m.budget.lifetime),
+            Scope(metric, spec.deviceWindowCap(metric), m.budget.lifetime),
             Scope(BudgetExceededException.ALL_METRICS, spec.budget.perWindow, spec.budget.lifetime),
         )
         for (scope in scopes) checkCaps(state, scope, window, priced.increment)

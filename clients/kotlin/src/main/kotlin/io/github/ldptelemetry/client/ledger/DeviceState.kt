@@ -45,6 +45,13 @@ public class DeviceState internal constructor(
     internal val uploaded = LinkedHashMap<String, Long>()
     internal val discarded = LinkedHashMap<String, Long>() // metric -> reports deleted unsent by opt-outs
 
+    /** Outbox ids acknowledged while a report ahead of them still waits (the two upload lanes leave out of order):
+     * no longer pending, dropped from the store once they reach its head ([OutboxLanes]). */
+    internal val acked = java.util.TreeSet<Long>()
+
+    /** What the [acked] reports count against the outbox's cap (their [OutboxRecord.size]s). */
+    internal var ackedBytes: Long = 0
+
     /**
      * Opts out: forgets the device secret, the cohorts, the memoized and charge-on-change records and the pinned
      * parts (the caller drops the pending reports in the same transaction). The budget totals stay: spent stays
@@ -56,6 +63,8 @@ public class DeviceState internal constructor(
         memo.clear()
         changes.clear()
         parts.clear()
+        acked.clear()
+        ackedBytes = 0
     }
 
     /** Opts in with a fresh device secret [hex] (the caller draws it from the CSPRNG). */
@@ -64,8 +73,10 @@ public class DeviceState internal constructor(
         secretHex = hex
     }
 
+    /** The state's JSON document: format 1 without [acked] ids (as before them), else format 2, which a client of
+     * before the two lanes refuses instead of sending those reports again. */
     internal fun toJson(): Map<String, Any?> = linkedMapOf(
-        "format" to FORMAT.toLong(),
+        "format" to (if (acked.isEmpty()) FORMAT else FORMAT_ACKED).toLong(),
         "collection" to collection,
         "secret" to secretHex,
         "opted_out" to optedOut,
@@ -82,10 +93,18 @@ public class DeviceState internal constructor(
         "last_upload" to lastUpload,
         "uploaded" to uploaded,
         "discarded" to discarded,
-    )
+    ).apply {
+        if (acked.isNotEmpty()) {
+            put("acked", acked.toList())
+            put("acked_bytes", ackedBytes)
+        }
+    }
 
     internal companion object {
         const val FORMAT = 1
+
+        /** The format of a state holding [acked] ids. */
+        const val FORMAT_ACKED = 2
 
         private fun damaged(what: String): Nothing = throw LedgerException("the client's state is damaged: $what")
 
@@ -105,7 +124,10 @@ public class DeviceState internal constructor(
         /** The state from its JSON document; [LedgerException] if anything is missing or malformed. */
         fun fromJson(doc: Any?): DeviceState {
             val d = obj(doc, "the document")
-            if (d["format"] != FORMAT.toLong()) damaged("format ${d["format"]} (this client reads format $FORMAT)")
+            val format = d["format"]
+            if (format != FORMAT.toLong() && format != FORMAT_ACKED.toLong()) {
+                damaged("format $format (this client reads formats $FORMAT and $FORMAT_ACKED)")
+            }
             val hex = Regex("^[0-9a-f]{64}$")
             val optedOut = d["opted_out"] ?: false
             if (optedOut !is Boolean) damaged("opted_out is not a boolean")
@@ -141,6 +163,9 @@ public class DeviceState internal constructor(
             s.lastUpload = d["last_upload"]?.let { num(it, "last_upload") }
             for ((k, v) in obj(d["uploaded"], "uploaded")) s.uploaded[k] = long(v, "uploaded")
             for ((k, v) in obj(d["discarded"] ?: emptyMap<String, Any?>(), "discarded")) s.discarded[k] = long(v, "discarded")
+            for (id in d["acked"] as? List<*> ?: emptyList<Any?>()) s.acked.add(long(id, "an acknowledged id"))
+            s.ackedBytes = d["acked_bytes"]?.let { long(it, "acked_bytes") } ?: 0L
+            if ((format == FORMAT_ACKED.toLong()) != s.acked.isNotEmpty() || s.ackedBytes < 0) damaged("acked")
             return s
         }
 

@@ -3,6 +3,7 @@ package io.github.ldptelemetry.client.spec
 import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.Refusal
 import io.github.ldptelemetry.client.SpecException
+import io.github.ldptelemetry.client.dap.Prio3Fit
 import io.github.ldptelemetry.client.internal.Json
 import io.github.ldptelemetry.client.internal.JsonException
 import io.github.ldptelemetry.client.internal.PyFloat
@@ -32,8 +33,9 @@ public enum class TrustModel(public val value: String) {
     TWO_AGGREGATOR_LOCAL("two-aggregator+local"),
     ;
 
-    /** Whether the values go to the two-aggregator mode, whose reports this client does not build: its `record`
-     * refuses them ([io.github.ldptelemetry.client.RefusalCode.TRUST_MODEL]). */
+    /** Whether the values go to the two-aggregator mode: secret-shared between two aggregators, recorded with the
+     * metric's task ([io.github.ldptelemetry.client.dap.TwoAggregatorTask]) and refused without one
+     * ([io.github.ldptelemetry.client.RefusalCode.TRUST_MODEL]). */
     public val twoAggregator: Boolean get() = this == TWO_AGGREGATOR || this == TWO_AGGREGATOR_LOCAL
 
     override fun toString(): String = value
@@ -88,6 +90,35 @@ public class CollectionSpec private constructor(
     /** The protocol parameters of metric [name]. */
     public fun params(name: String): ProtocolParams = metric(name).params
 
+    /** What the device's ledger is charged for one report of metric [name] (Python's `report_charge`): the protocol's
+     * local cost when the device randomizes (`local`, `shuffle`, `two-aggregator+local`); for a `two-aggregator`
+     * metric, whose exact value is secret-shared, the spec's `budget.per_report`. */
+    public fun reportCharge(name: String): PrivacyCost {
+        val m = metric(name)
+        return if (m.trust == TrustModel.TWO_AGGREGATOR) m.budget.perReport ?: m.params.privacyCost else m.params.privacyCost
+    }
+
+    /** The most reports of metric [name] one device sends a window (Python's `reports_per_window`): its per-window cap
+     * (the metric's, else the collection's) over its per-report cost, at least 1; null without a per-window cap. */
+    public fun reportsPerWindow(name: String): Long? {
+        val m = metric(name)
+        val cap = m.budget.perWindow ?: budget.perWindow ?: return null
+        val per = m.budget.perReport ?: m.params.privacyCost
+        if (per.epsilon <= 0) return null
+        return maxOf(1L, Math.floor(cap.epsilon / per.epsilon + 1e-9).toLong())
+    }
+
+    /** The per-window cap of metric [name] on the device's ledger (Python's `device_window_cap`): the spec's for a
+     * `local` or `shuffle` metric; for a two-aggregator one, k reports' [reportCharge], k its [reportsPerWindow] (1
+     * when the spec caps none), so a device sends at most the k reports a window that the central guarantee counts. */
+    public fun deviceWindowCap(name: String): PrivacyCost? {
+        val m = metric(name)
+        if (!m.trust.twoAggregator) return m.budget.perWindow
+        val charge = reportCharge(name)
+        val k = (reportsPerWindow(name) ?: 1L).toDouble()
+        return PrivacyCost(charge.epsilon * k, charge.delta * k)
+    }
+
     /** The normalized document without release thresholds, with Python's number forms: what the fingerprint hashes. */
     public fun canonicalDict(): Map<String, Any?> {
         val ms = LinkedHashMap<String, Any?>()
@@ -125,8 +156,6 @@ public class CollectionSpec private constructor(
         private const val SECONDS_WHY = "the clock's range ends in year 9999"
         private val NAME_RE = Regex("^[a-z][a-z0-9_.-]{0,63}$")
         private val METRIC_RE = Regex("^[a-z][a-z0-9_]{0,31}$")
-        /** The protocols whose reports fit in Prio3, so in the two-aggregator modes (Python: `params.prio3_fit()`). */
-        private val PRIO3_FITS = setOf("rr", "grr", "sue", "oue", "pgr", "hpg")
 
         /** Parses and validates spec JSON text; [SpecException] lists every problem. */
         @JvmStatic
@@ -347,7 +376,7 @@ public class CollectionSpec private constructor(
             if (trust == null) {
                 val shown = if (rawTrust is String || isReal(rawTrust)) Refuse.show(rawTrust) else Json.write(rawTrust)
                 fail(join(path, "trust"), "must be one of ${TrustModel.entries.joinToString(", ")}, got $shown")
-            } else if (trust.twoAggregator && params != null && params.protocol !in PRIO3_FITS) {
+            } else if (trust.twoAggregator && params != null && Prio3Fit.of(params.protocol) == null) {
                 fail(join(path, "trust"), "${params.protocol} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): no two-aggregator mode for it")
             }
             val otel = if ("otel" in m) OtelSource.parse(m["otel"], join(path, "otel"), params, { errors.size }, ::fail, ::obj, ::kind) else null

@@ -14,7 +14,7 @@ import java.util.concurrent.TimeUnit
 import java.util.concurrent.atomic.AtomicBoolean
 import java.util.concurrent.atomic.AtomicReference
 
-/** The collector's answer to one POST: its [status] (null: no answer, [error] says why), the body read (at most the
+/** The collector's (or a leader's) answer to one request: its [status] (null: no answer, [error] says why), the body read (at most the
  * bound), whether the body was [over] the bound, and its `Retry-After` header. */
 public class Answer internal constructor(
     public val status: Int?,
@@ -35,7 +35,7 @@ public class Answer internal constructor(
 }
 
 /**
- * One `POST` whose connection, request and WHOLE answer end by a deadline set in advance (Python's
+ * One `POST` (or `PUT`) whose connection, request and WHOLE answer end by a deadline set in advance (Python's
  * `ldp.client.transport.post`), on [HttpURLConnection] only (so it runs on Android unchanged).
  *
  * Socket timeouts bound one operation each, so a server sending one byte a second would keep a plain read going
@@ -66,7 +66,9 @@ internal object HttpTransport {
         ThreadFactory { r -> Thread(r, "ldp-upload-cut").apply { isDaemon = true } },
     )
 
-    fun post(url: String, headers: Map<String, String>, body: ByteArray, deadlineNanos: Long, limit: Int): Answer {
+    /** The request ([method]: `POST`, or `PUT` for a DAP report) of [body] to [url]; its [Answer], read up to
+     * [limit] bytes, by [deadlineNanos] (`System.nanoTime`). */
+    fun post(url: String, headers: Map<String, String>, body: ByteArray, deadlineNanos: Long, limit: Int, method: String = "POST"): Answer {
         val leftMs = { TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()) }
         if (leftMs() <= 0) return Answer(null, ByteArray(0), false, null, "the request's deadline passed")
         val conn = AtomicReference<HttpURLConnection?>(null)
@@ -77,7 +79,7 @@ internal object HttpTransport {
             val c = URL(url).openConnection() as HttpURLConnection
             conn.set(c)
             if (cut.get()) throw IOException("the request's deadline passed while connecting")
-            send(c, headers, body, leftMs)
+            send(c, method, headers, body, leftMs)
             if (cut.get()) throw IOException("the request's deadline passed while sending it")
             val status = c.responseCode
             val retryAfter = c.getHeaderField("Retry-After")
@@ -126,13 +128,18 @@ internal object HttpTransport {
         }, delayMs.coerceAtLeast(0), RECUT_MS, TimeUnit.MILLISECONDS)
     }
 
-    /** Sends the `POST` of [body] on [c]: no redirect, no cache, `Connection: close`, timeouts the time left. */
-    private fun send(c: HttpURLConnection, headers: Map<String, String>, body: ByteArray, leftMs: () -> Long) {
+    /** Sends the [method] request of [body] on [c]: no redirect, no cache, `Connection: close`, timeouts the time
+     * left. */
+    private fun send(c: HttpURLConnection, method: String, headers: Map<String, String>, body: ByteArray, leftMs: () -> Long) {
         c.instanceFollowRedirects = false
         c.useCaches = false
-        c.requestMethod = "POST"
+        c.requestMethod = method
         c.doOutput = true
-        c.setFixedLengthStreamingMode(body.size)
+        // A POST streams its body. A PUT (one DAP report, a few KiB) is buffered by the JDK: an answer without a body
+        // hands its connection to the JDK's keep-alive cache at once, which the next PUT takes unchecked (a POST's
+        // streaming request checks it); a buffered request is sent again, once, on a fresh connection when that one
+        // was closed meanwhile. Sending a DAP report twice is harmless: the leader stores it once, by its report ID.
+        if (method == "POST") c.setFixedLengthStreamingMode(body.size)
         for ((k, v) in headers) c.setRequestProperty(k, v)
         c.setRequestProperty("Connection", "close") // no keep-alive stream: a disconnect closes the socket
         c.connectTimeout = leftMs().coerceIn(1, Int.MAX_VALUE.toLong()).toInt()

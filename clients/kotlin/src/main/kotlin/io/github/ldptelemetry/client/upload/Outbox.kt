@@ -30,7 +30,7 @@ public interface Outbox {
     @Throws(IOException::class)
     public fun acknowledgeBatch(batch: String, ids: List<Long>): Int
 
-    /** Whether a report is waiting. */
+    /** Whether a report is waiting (for a [io.github.ldptelemetry.client.TelemetryClient]: in either lane). */
     @Throws(IOException::class)
     public fun hasPending(): Boolean
 

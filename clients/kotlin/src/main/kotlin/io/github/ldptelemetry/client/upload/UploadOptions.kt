@@ -5,8 +5,8 @@ import java.net.URL
 import java.security.SecureRandom
 
 /**
- * How to upload: the collector [endpoints], the app's bearer [token], seconds per request from connecting to the end
- * of the answer ([timeoutSeconds]), for the whole call ([callTimeoutSeconds], default [DEFAULT_CALL_TIMEOUT_SECONDS];
+ * How to upload: the collector [endpoints] (the ingest service), the app's bearer [token] for it, seconds per request
+ * from connecting to the end of the answer ([timeoutSeconds]), for the whole call ([callTimeoutSeconds], default [DEFAULT_CALL_TIMEOUT_SECONDS];
  * null: none), requests per batch part ([maxAttempts]), the longest wait between two requests ([maxDelaySeconds]:
  * the back-off's cap, and the cap of a collector's `Retry-After`) and [gzip]. [sleep], [clock] (Unix seconds) and
  * [random] (uniform in [0, 1)) are for tests.
@@ -18,13 +18,17 @@ import java.security.SecureRandom
  *
  * [endpoints] is one collector URL (`listOf("https://host/v1/reports")`) or several: `ldp serve` replicas over shared
  * storage, or balancers, in the order to try them (see [Uploader] for how a part fails over). Each must be an
- * `http(s)://host/...` URL and appear once; an empty list, a URL that is not one or a URL given twice is an
- * [IllegalArgumentException] here, before anything is sent. The list is copied. The library does not spread load:
+ * `http(s)://host/...` URL and appear once; an empty list with a token, a URL that is not one or a URL given twice
+ * is an [IllegalArgumentException] here, before anything is sent. The list is copied. The library does not spread load:
  * to do so, shuffle the list once per device (e.g. `urls.shuffled(Random(installId))`) and keep that order.
+ *
+ * A two-aggregator metric's reports go to its task's leader, which takes them without a token: [endpoints] and
+ * [token] may both be left out (`UploadOptions()`) while no report waits for the ingest service (the upload call
+ * refuses otherwise, before sending anything); one without the other is an [IllegalArgumentException].
  */
 public class UploadOptions @JvmOverloads constructor(
-    endpoints: List<String>,
-    public val token: String,
+    endpoints: List<String> = emptyList(),
+    public val token: String? = null,
     public val timeoutSeconds: Double = 30.0,
     public val callTimeoutSeconds: Double? = DEFAULT_CALL_TIMEOUT_SECONDS,
     public val maxAttempts: Int = 8,
@@ -34,11 +38,12 @@ public class UploadOptions @JvmOverloads constructor(
     public val clock: () -> Double = { System.currentTimeMillis() / 1000.0 },
     public val random: () -> Double = SecureRandom().let { r -> { r.nextDouble() } },
 ) {
-    /** The collector URLs, in the order each upload call tries them (a copy of the list given). */
+    /** The collector URLs, in the order each upload call tries them (a copy of the list given; empty: only
+     * two-aggregator reports are sent). */
     public val endpoints: List<String> = endpoints.toList()
 
     init {
-        require(this.endpoints.isNotEmpty()) { "endpoints: give at least one collector URL, got an empty list" }
+        require(this.endpoints.isNotEmpty() || token == null) { "endpoints: give at least one collector URL, got an empty list" }
         for (e in this.endpoints) {
             val u = try {
                 URL(e)
@@ -52,7 +57,10 @@ public class UploadOptions @JvmOverloads constructor(
             val j = first.put(e, i)
             require(j == null) { "endpoints name the same URL twice (entries $j and $i)" }
         }
-        require(token.isNotEmpty() && token.all { it.code in 0x21..0x7e }) { "upload token must be a non-empty printable ASCII string without spaces" }
+        require(token != null || this.endpoints.isEmpty()) { "upload token: give the ingest service's token with its endpoints" }
+        require(token == null || (token.isNotEmpty() && token.all { it.code in 0x21..0x7e })) {
+            "upload token must be a non-empty printable ASCII string without spaces"
+        }
         require(timeoutSeconds > 0 && !timeoutSeconds.isInfinite()) { "timeout (seconds for one request) must be a finite number > 0, got $timeoutSeconds" }
         require(callTimeoutSeconds == null || (callTimeoutSeconds > 0 && !callTimeoutSeconds.isInfinite())) {
             "callTimeout (seconds for the whole call) must be null or a finite number > 0, got $callTimeoutSeconds"

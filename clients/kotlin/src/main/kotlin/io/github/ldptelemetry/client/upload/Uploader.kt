@@ -73,6 +73,14 @@ public class UploadProtocolException(message: String, status: Int?, reason: Stri
  *
  * With one endpoint every failure is a full round: the behaviour is that of a single collector URL.
  *
+ * Two lanes (Python's `upload_call`): for a [io.github.ldptelemetry.client.TelemetryClient] given two-aggregator
+ * tasks, each call first sends its waiting two-aggregator reports one by one to their task's leader ([DapUpload]:
+ * `PUT {leader}/tasks/{taskId}/reports`, no token, no upload interval), then, if the options name endpoints and the
+ * call has not stopped, the other reports in batches as above. The [UploadResult] sums both lanes (a report a leader
+ * acknowledged counts as a batch of one; a refusal for good in `rejected` by its code). With no endpoints
+ * (`UploadOptions()`), a call while a report waits for the ingest service is an [IllegalArgumentException], nothing
+ * sent.
+ *
  * One upload at a time per outbox, enforced: calls on one [Outbox] (one
  * [io.github.ldptelemetry.client.TelemetryClient]), from any thread and through any [Uploader], take turns under a
  * lock kept for that outbox (a fair `ReentrantLock` in a `WeakHashMap` keyed by the outbox, so by `equals`: a
@@ -118,11 +126,16 @@ public class Uploader(public val options: UploadOptions) {
         }
     }
 
-    /** [upload]'s loop, run under the outbox's lock. */
+    /** [upload]'s loop, run under the outbox's lock: the two-aggregator lane ([DapUpload]) of a
+     * [io.github.ldptelemetry.client.TelemetryClient] first, then, when the options name endpoints, the batches. */
     private fun uploadLocked(outbox: Outbox, callEnd: Long): UploadResult {
+        val lane = (outbox as? io.github.ldptelemetry.client.TelemetryClient)?.dapLane()
+        if (options.endpoints.isEmpty() && (lane?.hasIngestPending?.invoke() ?: outbox.hasPending())) {
+            throw IllegalArgumentException("the outbox holds reports for the ingest service: UploadOptions(endpoints, token) sends them")
+        }
         val call = Call(outbox, callEnd)
-        var stopped: Stopped? = null
-        while (stopped == null) {
+        var stopped: Stopped? = lane?.let { DapUpload(options, it, call.tally, callEnd, outbox::nextUploadAt).run() }
+        while (stopped == null && options.endpoints.isNotEmpty()) {
             if (System.nanoTime() >= callEnd) {
                 stopped = Stopped.DEADLINE
                 break
@@ -156,7 +169,7 @@ public class Uploader(public val options: UploadOptions) {
         val lines = part.reports.map { it.line }
         var body = (lines.joinToString("\n") + "\n").toByteArray(Charsets.UTF_8)
         val headers = linkedMapOf(
-            "Authorization" to "Bearer ${o.token}", "Content-Type" to "application/x-ndjson",
+            "Authorization" to "Bearer ${requireNotNull(o.token)}", "Content-Type" to "application/x-ndjson",
             "Accept" to "application/json", "Ldp-Batch-Id" to part.id,
         )
         if (o.gzip) {
@@ -229,13 +242,13 @@ public class Uploader(public val options: UploadOptions) {
         return true
     }
 
-    /** Full jitter: uniform in `[0, min(maxDelay, 2^(n − 1))]` seconds for a part's [n]th wait. */
-    private fun backoffDelay(n: Int): Double = options.random() * minOf(options.maxDelaySeconds, Math.pow(2.0, minOf(n - 1, 1023).toDouble()))
+    private fun backoffDelay(n: Int): Double = backoffDelay(options, n)
 
     private fun fail(message: String, answer: Answer, call: Call): Nothing =
         throw UploadException(message, answer.status, answer.reason(), call.tally.result(Stopped.ERROR, call.outbox.nextUploadAt()))
 
-    private class Tally {
+    /** What one call did so far, both lanes ([DapUpload] counts each report it delivers as a batch of one). */
+    internal class Tally {
         var batches = 0
         var acknowledged = 0L
         var accepted = 0L
@@ -262,7 +275,7 @@ public class Uploader(public val options: UploadOptions) {
 
         /** Where the uploader's lines go (an Android app sees them in logcat): hosts, statuses, errors, never a report
          * line or the token. */
-        private val log: Logger = Logger.getLogger(Uploader::class.java.name)
+        internal val log: Logger = Logger.getLogger(Uploader::class.java.name)
 
         /** One lock per outbox (a [io.github.ldptelemetry.client.TelemetryClient] is equal only to itself), dropped
          * with the outbox: one upload at a time per outbox. */
@@ -272,14 +285,19 @@ public class Uploader(public val options: UploadOptions) {
             locks.getOrPut(outbox) { java.util.concurrent.locks.ReentrantLock(true) }
         }
 
-        private inline fun info(message: () -> String) {
+        internal inline fun info(message: () -> String) {
             if (log.isLoggable(Level.INFO)) log.info(message())
         }
 
         /** `host[:port]` of an endpoint, for log lines (never its user-info or path). */
-        private fun hostOf(url: String): String = URL(url).let { if (it.port >= 0) "${it.host}:${it.port}" else it.host }
+        internal fun hostOf(url: String): String = URL(url).let { if (it.port >= 0) "${it.host}:${it.port}" else it.host }
 
-        private fun retryable(status: Int?): Boolean = status == null || status == 408 || status == 429 || status >= 500
+        /** Full jitter: uniform in `[0, min(maxDelay, 2^(n − 1))]` seconds for the [n]th wait of a part (or of a DAP
+         * report). */
+        internal fun backoffDelay(o: UploadOptions, n: Int): Double =
+            o.random() * minOf(o.maxDelaySeconds, Math.pow(2.0, minOf(n - 1, 1023).toDouble()))
+
+        internal fun retryable(status: Int?): Boolean = status == null || status == 408 || status == 429 || status >= 500
 
         private fun gzip(data: ByteArray): ByteArray {
             val out = ByteArrayOutputStream()

@@ -1,6 +1,5 @@
 package io.github.ldptelemetry.client.ledger
 
-import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.TelemetryClient
 import io.github.ldptelemetry.client.internal.Json
 import org.junit.jupiter.api.Assertions.assertEquals
@@ -15,7 +14,8 @@ import java.util.concurrent.TimeUnit
  * The ledger survives being killed mid-write: two child JVMs record on one store folder, and one of them is killed
  * (SIGKILL) at a random moment, 200 times; a spare JVM, started meanwhile, takes its place and records at once. After each kill the parent opens the store with a short lock timeout and
  * checks that it is never locked out, never corrupt, and never over-spent: every window's reports within its cap,
- * and the lifetime total exactly the reports that exist (each charged once, none without its charge). The machine is
+ * and each metric's lifetime total exactly its reports that exist (each charged once, none without its charge), a
+ * two-aggregator metric's among them (its reports acknowledged out of order leave the outbox's counts exact). The machine is
  * loaded by the test itself: two children in tight loops, a spare JVM starting and the parent want more than a 2-core
  * machine's cores, and the lock's fair handoff must get the parent its turn within the 5 s ([LockFairnessTest]
  * measures that handoff beside a hog on every core).
@@ -35,7 +35,8 @@ class CrashTest {
     private fun spare(): Process {
         val java = File(System.getProperty("java.home"), "bin/java").path
         val cp = System.getProperty("surefire.test.class.path") ?: System.getProperty("java.class.path")
-        val p = ProcessBuilder(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-cp", cp, CrashChild::class.java.name, dir.path)
+        val native = listOf("jna.library.path", "ldp.dap.fixture").map { "-D$it=${System.getProperty(it)}" }
+        val p = ProcessBuilder(listOf(java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto") + native + listOf("-cp", cp, CrashChild::class.java.name, dir.path))
             .redirectErrorStream(true).start()
         return p
     }
@@ -50,7 +51,7 @@ class CrashTest {
         val spares = ArrayDeque(List(2) { spare() })
         var checkedReports = 0L
         try {
-            val spec = TestSpecs.grr(perWindow = 5.0, lifetime = 1e9, windowSeconds = 1)
+            val spec = TestSpecs.withDap
             repeat(kills) { k ->
                 val victim = random.nextInt(2)
                 Thread.sleep(50L + random.nextInt(250))
@@ -58,20 +59,28 @@ class CrashTest {
                 // never locked out: the survivor keeps working, and the parent gets the lock within 5 s
                 TelemetryClient(spec, FileStore(dir, lockTimeoutMillis = 5_000)) // opens the store
                 // one transaction that writes (a record would): the survivor keeps recording meanwhile
-                val (pending, uploaded, lifetime) = FileStore(dir, lockTimeoutMillis = 5_000).transact { tx ->
+                val (pending, uploaded, state) = FileStore(dir, lockTimeoutMillis = 5_000).transact { tx ->
                     val state = tx.state!!
                     val head = tx.head(Int.MAX_VALUE)
                     assertEquals(tx.pendingCount, head.size.toLong())
                     assertEquals(head.sumOf { it.size }, tx.pendingBytes, "kill $k: the outbox's size as counted")
+                    val acked = head.filter { it.id in state.acked }
+                    assertEquals(state.acked.toList(), acked.map { it.id }, "kill $k: every acknowledged id is in the outbox")
+                    assertEquals(acked.sumOf { it.size }, state.ackedBytes, "kill $k: their size as counted")
                     state.lastUpload = k.toDouble() // a change, so the transaction commits (and sweeps)
                     tx.state = state
-                    Triple(head, state.uploaded.values.sum(), BudgetLedger.spent(state, "*", null))
+                    Triple(head.filter { it.id !in state.acked }, HashMap(state.uploaded), state)
                 }
-                assertEquals(PrivacyCost((pending.size + uploaded).toDouble()), lifetime, "kill $k: each report charged exactly once")
-                val perWindow = pending.groupingBy { (Json.parse(it.line) as Map<*, *>)["window"] as Long }.eachCount()
+                for ((metric, cost) in mapOf("color" to 1.0, "crashed" to Math.log(3.0))) {
+                    val reports = pending.count { it.metric == metric } + (uploaded[metric] ?: 0L)
+                    assertEquals(reports * cost, BudgetLedger.spent(state, metric, null).epsilon, 1e-6, "kill $k: each $metric report charged exactly once")
+                }
+                val perWindow = pending.filter { it.metric == "color" }.groupingBy { (Json.parse(it.line) as Map<*, *>)["window"] as Long }.eachCount()
                 assertTrue(perWindow.values.all { it <= 5 }, "kill $k: a window over its cap: $perWindow")
+                val crashed = state.totals["crashed"]
+                assertTrue(crashed == null || crashed.windowEpsilon <= 2 * Math.log(3.0) + 1e-9, "kill $k: k = 2 two-aggregator reports a window")
                 assertEquals(pending.map { it.id }, pending.map { it.id }.sorted(), "kill $k: outbox in id order")
-                checkedReports = pending.size + uploaded
+                checkedReports = pending.size + uploaded.values.sum()
                 children[victim] = go(spares.removeFirst())
                 spares.addLast(spare())
             }

@@ -15,4 +15,19 @@ object TestSpecs {
                                    "budget": {"per_report": 1.0, "per_window": $perWindow, "lifetime": $lifetime}}}}
             """.trimIndent(),
         )
+
+    /** [grr]'s spec (one-second windows, 5 ε a window) with a two-aggregator metric beside `color`: `crashed`, RR
+     * randomized on the device first (`two-aggregator+local`), ln 3 a report, k = 2 reports a window. */
+    val withDap: CollectionSpec by lazy {
+        CollectionSpec.parse(
+            """
+            {"spec_version": 1, "name": "ledger.test", "window_seconds": 1,
+             "budget": {"per_window": 5.0, "lifetime": 1e9}, "upload": {"min_interval_seconds": 0, "max_batch": 7},
+             "metrics": {"color": {"protocol": "grr", "params": {"epsilon": 1.0, "domain_size": 4},
+                                   "budget": {"per_report": 1.0, "per_window": 5.0, "lifetime": 1e9}},
+                         "crashed": {"protocol": "rr", "params": {"p": 0.25, "q": 0.75}, "trust": "two-aggregator+local",
+                                     "budget": {"per_report": 1.1, "per_window": 2.2, "lifetime": 1e9}}}}
+            """.trimIndent(),
+        )
+    }
 }
