@@ -1,20 +1,20 @@
 """The native (Rust) client end to end (issue 46): a Rust program built from ``clients/rust``
-(``examples/e2e_devices.rs``, release build with the ``uploader`` feature) makes 100 simulated devices, each with
-its own crash-safe state folder (``FileStore``) and secret, records five metrics (GRR with labels, binary RR, OLH,
-Duchi and the memoized longitudinal unary encoding L-OUE) and uploads them through the Rust ``Uploader`` (``ureq``)
-to a real ``python -m ldp serve`` on loopback. The ingest service folds the reports and the Python decoder's estimates
-must each lie within its 99 % interval of the truth, with every report accepted and acknowledged exactly once. A
-second run over the same states sends nothing (their outboxes are empty). A second test gives the uploader an endpoint
-list whose first entry is a loopback port nothing listens on: every report is delivered through the live ingest service
-and stored once (issue 50's failover).
+(``examples/e2e_devices.rs``, release build with the ``uploader`` feature; CI adds ``prio``) makes 100 simulated
+devices, each with its own crash-safe state folder (``FileStore``) and secret, records five metrics (GRR with labels,
+binary RR, OLH, Duchi and the memoized longitudinal unary encoding L-OUE) and uploads them through the Rust
+``Uploader`` (``ureq``) to a real ``python -m ldp serve`` on loopback. The ingest service folds the reports and the
+Python decoder's estimates must each lie within its 99 % interval of the truth, with every report accepted and
+acknowledged exactly once. A second run over the same states sends nothing (their outboxes are empty). A second test
+gives the uploader an endpoint list whose first entry is a loopback port nothing listens on: every report is delivered
+through the live ingest service and stored once (issue 50's failover).
 
 The devices' noise comes from a seeded stream (``KeyedRandomSource`` keyed by the seed below, one message per
 device): a simulation, labelled so in the program, so that this test's outcome is fixed; every other part is the
 production path. The law of every report is proven exactly by the Rust suite's audit; this test proves the path from
 the device to the decoder.
 
-CI builds the program first (.ci/run: ``cargo build --release --features uploader --example e2e_devices``) and sets
-``LDP_REQUIRE_RUST_BUILD=1``, so a missing build fails there; a developer without cargo gets a skip.
+CI builds the program first (.ci/run: ``cargo build --release --features uploader,prio --example e2e_devices``) and
+sets ``LDP_REQUIRE_RUST_BUILD=1``, so a missing build fails there; a developer without cargo gets a skip.
 """
 
 from __future__ import annotations
