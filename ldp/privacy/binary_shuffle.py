@@ -272,6 +272,8 @@ class WorstCase:
     survival: Any
     total: float
     top: float
+    levels: Any = None
+    profile: Any = None
 
     def losses(self) -> tuple[Any, Any]:
         """A privacy-loss law stochastically larger than every dataset's, in both directions: the masses between
@@ -283,6 +285,35 @@ class WorstCase:
         s = self.survival
         prob = np.concatenate([[self.total - s[0]], s[:-1] - s[1:], [s[-1]]])
         return np.append(self.grid, max(self.top, float(self.grid[-1]))), np.maximum(prob, 0.0)
+
+    def hull_losses(self) -> tuple[Any, Any, float]:
+        """The connect-the-dots privacy-loss law (losses, masses under P, mass at +∞) of one pair that every dataset
+        is a post-processing of, in both directions (module docstring, "one pair for all"; Doroshenko et al. 2022).
+
+        ``profile`` holds, at each ε >= 0 of ``levels``, an upper bound on every interval's δ in both directions;
+        at −ε a pair's δ is 1 − e^−ε + e^−ε·δ(ε) of the other direction, so the same bound gives it there. In
+        x = e^ε the pairs' δ is convex and decreasing, and so is their pointwise largest (the profile of the
+        dominating pair H); the largest convex function below the bounds (their lower convex hull, with (0, 1) and
+        the bounds raised to the last one so that it decreases) is at least H's δ everywhere and piecewise linear:
+        the profile of a discrete pair whose Q puts the slope changes' mass at each vertex x (loss ln x, P-mass
+        x·Q-mass), the rest of Q at −∞, and the last value at +∞ under P. That pair dominates H (its δ is larger at
+        every ε), so composing its law, one per window, bounds δ for any datasets in either direction. At small n it
+        is far tighter than :meth:`losses` (whose largest survival over intervals is no one pair's); its losses below
+        ``grid`` are moved up to its first point."""
+        import numpy as np
+
+        eps, up = np.asarray(self.levels), np.asarray(self.profile)
+        up = np.maximum(np.minimum(up, 1.0), up[-1])  # the last (the top loss's) the smallest: decreasing
+        neg = 1.0 - np.exp(-eps[:0:-1]) + np.exp(-eps[:0:-1]) * up[:0:-1]  # at −ε, ε > 0, from the other side
+        x = np.concatenate([[0.0], np.exp(-eps[:0:-1]), np.exp(eps)])
+        y = np.concatenate([[1.0], np.maximum(neg, up[-1]), up])
+        hull = _lower_hull(x, y)
+        hx, hy = x[hull], y[hull]
+        slopes = np.append(np.diff(hy) / np.diff(hx), 0.0)  # after the last vertex: constant
+        q_mass = np.maximum(np.diff(slopes), 0.0)  # at the vertices after x = 0
+        # losses below the composable grid's first point moved up to it, as :meth:`losses` does (stochastically
+        # larger: δ of a composition grows with each loss), so that the composition's grid spans no more than there
+        return np.maximum(np.log(hx[1:]), float(self.grid[0])), hx[1:] * q_mass, float(hy[-1])
 
 
 @functools.lru_cache(maxsize=8)
@@ -312,14 +343,40 @@ def worst_case(eps0: float, n: int, delta: float) -> WorstCase:
     grid = np.linspace(max(lo_l - span / 4, -eps0), min(hi_l + span / 4, eps0), _GRID)
     found: list[tuple[float, Any, float, int]] = []
     guess = 0.1
+    levels = _levels(eps0)
+    profile = np.zeros(levels.size)
     for lo, end in zip(cuts[:-1], cuts[1:], strict=True):
         pr = first if lo == 0 else pair(lo, n - end)
         guess = grid_search(functools.partial(_fails, pr, delta), guess, eps0)
         found.append((guess, pr.survival(grid), float(pr.up_total), lo))
+        profile = np.maximum(profile, pr.delta(levels))
     worst = max(found, key=lambda f: f[0])
     lower = min(worst[0], pair(worst[3], others - worst[3]).epsilon(delta))
     return WorstCase(worst[0], lower, delta, count, grid, np.max(np.stack([f[1] for f in found]), axis=0),
-                     max(f[2] for f in found), eps0)
+                     max(f[2] for f in found), eps0, levels, profile)
+
+
+def _levels(eps0: float) -> Any:
+    """The ε >= 0 at which the pairs' profiles are kept for :meth:`WorstCase.hull_losses`: 0, even steps to ε₀ and
+    geometric ones from 10⁻⁵·ε₀ (the figures at large n are small), up to ε₀ + 2·``_SHIFT`` (above every loss read)."""
+    import numpy as np
+
+    top = eps0 + 2 * _SHIFT
+    return np.unique(np.concatenate([[0.0], np.linspace(0.0, top, 400), np.geomspace(1e-5 * eps0, top, 800)]))
+
+
+def _lower_hull(x: Any, y: Any) -> list[int]:
+    """The indices of the lower convex hull's vertices of the points (x, y), x increasing (monotone chain)."""
+    hull: list[int] = []
+    for i in range(len(x)):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]  # drop b while it lies on or above the chord from a to i
+            if (y[b] - y[a]) * (x[i] - x[a]) >= (y[i] - y[a]) * (x[b] - x[a]):
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return hull
 
 
 def _fails(pr: BinaryPair, delta: float, eps: float) -> bool:

@@ -274,7 +274,8 @@ def _report_laws(release: WindowRelease, delta: float, windows: int) -> list[Los
         laws.append(LossLaw.of(*pair_losses(structure, n, tail)))
     if s is not None and s.binary and s.epsilon_pair <= _BINARY_MAX and delta >= 1e-300 \
             and n <= _LAW_MAX * exact_max(1.0, s.epsilon_pair) // exact_max(1.0):
-        laws.append(LossLaw.of(*worst_case(s.epsilon_pair, n, delta).losses()))  # beyond, the clone pairs
+        found = worst_case(s.epsilon_pair, n, delta)  # beyond, the clone pairs
+        laws += [LossLaw.of(*found.losses()), LossLaw.of(*found.hull_losses())]  # each valid; the tighter is kept
     d = s.values if s is not None else None
     blanket = krr_worst_case(s.epsilon_pair, d, n, delta) if s is not None and d is not None and d >= 3 else None
     if blanket is not None:

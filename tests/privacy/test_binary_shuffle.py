@@ -133,3 +133,47 @@ def test_the_search_is_cached_and_its_law_dominates_every_interval() -> None:
     assert np.all(np.diff(loss) >= 0) and np.all(prob >= 0)
     assert prob.sum() == pytest.approx(found.total, rel=1e-12)
     assert loss[-1] <= 2.0 + 1e-12  # no loss of binary RR exceeds ε₀
+
+
+def _pld_delta(loss: np.ndarray, prob: np.ndarray, infinite: float, eps: float) -> float:
+    """δ(ε) of a privacy-loss law under P: E[(1 − e^(ε − L))₊] plus the mass at +∞."""
+    return float((prob * np.maximum(1.0 - np.exp(eps - loss), 0.0)).sum()) + infinite
+
+
+@pytest.mark.parametrize("eps0,n,delta", [(1.0, 29, 0.094), (2.0, 12, 0.05), (4.0, 3000, 1e-8)])
+def test_the_hull_law_is_one_pair_above_every_dataset(eps0: float, n: int, delta: float) -> None:
+    """The connect-the-dots law of the profiles' lower convex hull (issue 88): a valid law (masses >= 0, total 1 under
+    P), and its δ at every ε, both signs, is at least every real dataset's in both directions (computed here
+    independently, every dataset at these n)."""
+    p = 1 / (1 + math.exp(-eps0))
+    loss, prob, infinite = worst_case(eps0, n, delta).hull_losses()
+    assert np.all(prob >= 0) and prob.sum() + infinite == pytest.approx(1.0, abs=1e-9)
+    assert float((prob * np.exp(-loss)).sum()) <= 1.0 + 1e-9  # Q's total
+    pmf = _binomials(n, p) if n < 100 else None
+    for ones in sorted({0, 1, n // 7, n // 2, n - 1}) if pmf is None else range(n):
+        big_p, big_q = _laws(ones, n - 1 - ones, p, pmf)
+        for eps in np.linspace(-eps0, eps0, 41):
+            e = math.exp(eps)
+            real = max(np.maximum(big_p - e * big_q, 0).sum(), np.maximum(big_q - e * big_p, 0).sum())
+            assert real <= _pld_delta(loss, prob, infinite, eps) * SLACK + 1e-15
+
+
+def test_two_windows_at_tiny_n_compose_the_hull() -> None:
+    """Two windows of ε₀ = 1 among 29 at δ = 0.094 (issue 88: 2.5x the exact worst combination with the law of the
+    largest survivals): the hull's law composed is within 1.25x of every combination of datasets and directions
+    enumerated (0.0475 against 0.0383), and never below it."""
+    eps0, n, delta = 1.0, 29, 0.094
+    g = GRRParams(eps0, 2)
+    got = central_over_time(g.privacy_cost, n, delta, 2, g.shuffle_structure).epsilon
+    pairs, pmf = [], _binomials(n, g.p)
+    for ones in range(n):
+        big_p, big_q = _laws(ones, n - 1 - ones, g.p, pmf)
+        pairs += [(big_p, big_q), (big_q, big_p)]
+
+    def worst(eps: float) -> float:
+        e = math.exp(eps)
+        return max(float(np.maximum(np.outer(p1, p2) - e * np.outer(q1, q2), 0).sum())
+                   for (p1, q1), (p2, q2) in itertools.product(pairs, repeat=2))
+
+    assert worst(got) <= delta * SLACK
+    assert worst(got / 1.25) > delta
