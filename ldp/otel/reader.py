@@ -16,7 +16,7 @@ browser tab (``clients/typescript``'s reader). On a server that serves many peop
 dropped inside the SDK: this reader asks for the drop aggregation for it, so its measurements are not even added
 up for this reader (the app's other readers are not affected). A declared instrument of another kind than the
 spec says is dropped too, and named in :attr:`PrivatizingMetricReader.misfits` and the log. The declared ones are
-collected with delta temporality every ``collect_seconds`` and added to the window's tally
+collected with delta temporality every ``collect_seconds`` and at each window's end, and added to the window's tally
 (:class:`~ldp.otel.window.WindowTally`). When the spec's window ends, each metric's value of the window is
 recorded through :class:`ldp.client.TelemetryClient`: validated, charged to the device's budget ledger at the
 metric's per-report cost, randomized, and queued; the queue is uploaded to ``url`` when the spec's upload interval
@@ -59,7 +59,8 @@ from pathlib import Path
 from typing import Any
 
 from ldp.errors import BudgetExceeded, OptedOutError, OutboxFull, Refusal
-from ldp.otel.window import Declared, WindowTally
+from ldp.otel.endpoint import check_ingest_url, shown_url, upload_failure
+from ldp.otel.window import MIN_COLLECT_SECONDS, Declared, WindowTally, next_collection_in
 from ldp.otel.worker import ClientThread
 from ldp.spec import CollectionSpec
 from ldp.spec.otel import value_class
@@ -72,7 +73,7 @@ try:
         ObservableGauge,
         ObservableUpDownCounter,
         UpDownCounter,
-        _Gauge,  # the synchronous gauge (public in the API, not in the SDK)
+        _Gauge,  # the synchronous gauge's class (public in the API, not in the SDK), the key the reader maps
     )
     from opentelemetry.sdk.metrics.export import (
         AggregationTemporality,
@@ -104,7 +105,9 @@ _SYNC_CLASSES: Mapping[str, tuple[type, ...]] = {
     "counter": (Counter, ObservableCounter), "updown_counter": (UpDownCounter, ObservableUpDownCounter),
     "histogram": (Histogram,), "gauge": (_Gauge, ObservableGauge)}
 """The SDK's instrument classes of each kind a mapping names."""
-_ALL_CLASSES = (Counter, UpDownCounter, Histogram, ObservableCounter, ObservableUpDownCounter, ObservableGauge)
+_ALL_CLASSES = (Counter, UpDownCounter, Histogram, _Gauge, ObservableCounter, ObservableUpDownCounter, ObservableGauge)
+"""Every instrument class, as ``MetricReader`` keys its preferences (a synchronous gauge left out would keep the
+SDK's cumulative temporality: its last ``set`` repeated in every later window)."""
 
 
 def declared_metrics(spec: CollectionSpec, instruments: Sequence[str] | None = None) -> dict[str, list[Declared]]:
@@ -180,8 +183,12 @@ class PrivatizingMetricReader(MetricReader):
     report per metric, recorded and uploaded by :class:`ldp.client.TelemetryClient` (the module says how).
 
     ``spec``: a :class:`~ldp.spec.CollectionSpec` or its path; ``state_path``: the client's state file (one per
-    device); ``url`` and ``token``: the ``ldp serve`` ingest service and the app's upload token (``None``: record only,
-    the app uploads with its own :class:`~ldp.client.TelemetryClient`); ``instruments``: the instrument names the
+    device); ``url``: the ingest service's upload endpoint, ``https://<host>/v1/reports`` (the path ``ldp serve``
+    takes reports on, after any prefix a proxy adds; a list: replicas, as :meth:`~ldp.client.TelemetryClient.upload`
+    takes), refused when it is not one (:func:`~ldp.otel.endpoint.check_ingest_url`: the service's base URL is
+    refused); ``token``: the app's upload token (both ``None``: record only, the app uploads with its own
+    :class:`~ldp.client.TelemetryClient`); an upload that fails is logged (``ldp.otel.reader``, a warning with the
+    HTTP status and the URL) and tried again at the next collection; ``instruments``: the instrument names the
     app means to privatize, each checked against the spec now (``None``: all the spec declares).
     ``collect_seconds``: how often to collect (0: only on ``force_flush`` and shutdown); ``report_on_shutdown``:
     report the window at shutdown (see the module). ``clock``, ``rng`` and ``simulation`` go to the client (tests
@@ -190,7 +197,8 @@ class PrivatizingMetricReader(MetricReader):
     :class:`~ldp.aggregators.task.Task`).
 
     Refused at construction, with a :class:`ValueError` that says why: a spec that declares none of the
-    instruments (or not one named in ``instruments``), a bad period, a declared two-aggregator metric without its
+    instruments (or not one named in ``instruments``), a bad period, a ``url`` that is not an upload endpoint (or
+    ``url`` without ``token``, or the reverse), a declared two-aggregator metric without its
     task (or a task that is not the metric's under the spec). The spec itself refuses a mapping whose window value
     its protocol cannot encode (:class:`~ldp.errors.SpecError`)."""
 
@@ -204,10 +212,13 @@ class PrivatizingMetricReader(MetricReader):
         self.declared = declared_metrics(self.spec, instruments)
         check_tasks(self.spec, self.declared, tasks)
         if isinstance(collect_seconds, bool) or not isinstance(collect_seconds, (int, float)) or not (
-                collect_seconds == 0 or 0.05 <= collect_seconds < float("inf")):
-            raise ValueError(f"collect_seconds must be 0 or a number of seconds >= 0.05, got {collect_seconds!r}")
+                collect_seconds == 0 or MIN_COLLECT_SECONDS <= collect_seconds < float("inf")):
+            raise ValueError(f"collect_seconds must be 0 or a number of seconds >= {MIN_COLLECT_SECONDS}, "
+                             f"got {collect_seconds!r}")
         if (url is None) != (token is None):
             raise ValueError("give url and token together (or neither, to record only)")
+        if url is not None:
+            check_ingest_url(url)
         self.state_path = Path(state_path)
         self.tally_path = self.state_path.with_name(self.state_path.name + ".otel.json")
         self.url, self.token = url, token
@@ -240,7 +251,6 @@ class PrivatizingMetricReader(MetricReader):
         aggregation = _SpecAggregation(self)
         super().__init__(preferred_temporality={c: AggregationTemporality.DELTA for c in _ALL_CLASSES},
                          preferred_aggregation={c: aggregation for c in _ALL_CLASSES})
-        self._instrument_class_aggregation[_Gauge] = aggregation  # type: ignore[assignment]  # no public class
         self._roll(self._window())  # a window that ended while nothing ran is reported now
         self._timer: threading.Thread | None = None
         if collect_seconds:
@@ -381,11 +391,13 @@ class PrivatizingMetricReader(MetricReader):
         try:
             self._client.upload(self.url, self.token, **self.upload_options)
         except Exception as exc:  # noqa: BLE001 - the reports stay in the outbox for the next try
-            where = self.url if self.url is not None else "the tasks' leaders"
-            logger.warning("upload to %s failed (%s); the reports stay queued", where, type(exc).__name__)
+            urls = [self.url] if isinstance(self.url, str) else self.url
+            where = ", ".join(map(shown_url, urls)) if urls is not None else "the tasks' leaders"
+            logger.warning("upload to %s failed: %s; the reports stay queued", where, upload_failure(exc))
 
     def _every(self, seconds: float) -> None:
-        while not self._done.wait(seconds):
+        """Collect every ``seconds``, and at each window's end (:func:`~ldp.otel.window.next_collection_in`)."""
+        while not self._done.wait(next_collection_in(self._clock(), self.spec.window_seconds, seconds)):
             try:
                 self._tick()
             except Exception:  # noqa: BLE001 - a collection failing must not stop the next

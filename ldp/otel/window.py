@@ -29,10 +29,23 @@ from typing import Any
 
 from ldp.spec.otel import OtelSource
 
-__all__ = ["WindowTally", "Declared", "bucket_map", "TALLY_FORMAT"]
+__all__ = ["WindowTally", "Declared", "bucket_map", "next_collection_in", "TALLY_FORMAT", "MIN_COLLECT_SECONDS"]
 
 TALLY_FORMAT = "ldp-otel-window/1"
 """The ``format`` of a saved tally."""
+
+
+MIN_COLLECT_SECONDS = 0.05
+"""The shortest wait between two timed collections."""
+
+
+def next_collection_in(now: float, window_seconds: float, every: float) -> float:
+    """Seconds from ``now`` (Unix seconds) to a reader's next timed collection: ``every``, or less, so that one
+    collection falls at the end of the window (``floor(now / window_seconds)``). The SDK hands a reader what was
+    measured since its last collection as one delta, counted in the window of that last collection; collecting at
+    each window's end keeps a measurement in the window it was made in (up to the timer's delay). Never under
+    :data:`MIN_COLLECT_SECONDS` (a timer that fired a hair early, or a clock that does not move, must not spin)."""
+    return max(min(every, window_seconds - now % window_seconds), MIN_COLLECT_SECONDS)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@
  * collection, before anything is added up for a window (the app's other readers are not affected either way). A
  * declared instrument collected as another kind than the spec says is dropped too, named in `misfits` (and the
  * OpenTelemetry diagnostic log), and its metrics are not reported while it does not fit. The declared ones are
- * collected with delta temporality every `collectIntervalMillis` and added to the window's tally (`WindowTally`);
+ * collected with delta temporality every `collectIntervalMillis` and at each window's end (`nextCollectionMillis`),
+ * and added to the window's tally (`WindowTally`);
  * what a collection brings counts in the window the measurements began in (the collection comes first, then the
  * window is rolled). When the spec's window ends, each metric's value of the window is recorded through
  * `TelemetryClient`: validated, charged to the device's budget ledger at its protocol's cost, randomized and queued;
@@ -64,9 +65,10 @@ import type { CollectionSpec } from "../spec.js";
 import { IndexedDBStore } from "../indexeddb-store.js";
 import type { StateStore } from "../state.js";
 import type { UploadOptions } from "../uploader.js";
+import { checkIngestUrl, shownUrl, uploadFailure } from "./ingest-url.js";
 import { aggregationFor, checkTasks, declaredMetrics, kindOfData } from "./instruments.js";
 import { loadTally, saveTally } from "./tally-store.js";
-import { WindowTally } from "./window.js";
+import { MIN_COLLECT_INTERVAL_MILLIS, WindowTally, nextCollectionMillis } from "./window.js";
 import type { Declared, TallyPoint, WindowValue } from "./window.js";
 
 /** How often the reader collects by default (ms): the tally in the store is at most this old. */
@@ -96,8 +98,11 @@ export interface PrivatizingReaderOptions {
    * an `IndexedDBStore` key in a page, a `MemoryStore` for a test or a simulation). Default, where the platform has
    * IndexedDB (a page, a worker): `new IndexedDBStore("ldp-telemetry")`; elsewhere it must be given. */
   readonly store?: StateStore;
-  /** The `ldp serve` collector (one URL, or a list of replicas), with `token`; leave both out to record only (the app
-   * uploads with its own `TelemetryClient` on the same store). */
+  /** The `ldp serve` upload endpoint, `https://<host>/v1/reports` (the path it takes reports on, after any prefix a
+   * proxy adds), or a list of replicas' endpoints, with `token`; leave both out to record only (the app uploads with
+   * its own `TelemetryClient` on the same store). Refused when made if it is not one (the service's base URL, say). An
+   * upload that fails is logged through the OpenTelemetry diagnostic logger (`diag.warn`, with its HTTP status and
+   * the URL) and tried again at the next collection. */
   readonly url?: Endpoints;
   /** The app's upload token, with `url`. */
   readonly token?: string;
@@ -135,10 +140,10 @@ function outcomeOf(err: unknown): RecordOutcome | null {
  * metric, recorded (and uploaded) by a `TelemetryClient` of the device's store. The module says how.
  *
  * Refused at construction, with a `RangeError` that says why: a spec that declares none of the instruments, an
- * `instruments` list naming one the spec does not declare, a bad `collectIntervalMillis`, `url` without `token` (or
- * the reverse), no `store` where there is no IndexedDB (Node), a declared two-aggregator metric without its task in
- * `twoAggregator`. The spec itself refuses a mapping whose window value
- * its protocol cannot encode (`SpecError`). Opening the device's state is asynchronous: a store that cannot be opened
+ * `instruments` list naming one the spec does not declare, a bad `collectIntervalMillis`, a `url` that is not an
+ * upload endpoint (`checkIngestUrl`), `url` without `token` (or the reverse), no `store` where there is no IndexedDB
+ * (Node), a declared two-aggregator metric without its task in `twoAggregator`. The spec itself refuses a mapping
+ * whose window value its protocol cannot encode (`SpecError`). Opening the device's state is asynchronous: a store that cannot be opened
  * makes `forceFlush`, `closeWindow` and `shutdown` reject (and is logged).
  */
 export class PrivatizingMetricReader extends MetricReader {
@@ -166,20 +171,21 @@ export class PrivatizingMetricReader extends MetricReader {
   /** The client's clock while a window's reports are recorded (the window's last millisecond). */
   private backdate: number | null = null;
   private queue: Promise<unknown> = Promise.resolve();
-  private timer: ReturnType<typeof setInterval> | undefined;
-  private ticking = false;
+  private timer: ReturnType<typeof setTimeout> | undefined;
   private uploading: Promise<void> | null = null;
 
   constructor(options: PrivatizingReaderOptions) {
     const declared = declaredMetrics(options.spec, options.instruments);
     checkTasks(options.spec, declared, options.twoAggregator);
     const interval = options.collectIntervalMillis ?? DEFAULT_COLLECT_INTERVAL_MILLIS;
-    if (!(interval === 0 || (interval >= 50 && Number.isFinite(interval)))) {
-      throw new RangeError(`collectIntervalMillis must be 0 or a number of milliseconds >= 50, got ${String(interval)}`);
+    if (!(interval === 0 || (interval >= MIN_COLLECT_INTERVAL_MILLIS && Number.isFinite(interval)))) {
+      throw new RangeError("collectIntervalMillis must be 0 or a number of milliseconds >= " +
+        `${MIN_COLLECT_INTERVAL_MILLIS}, got ${String(interval)}`);
     }
     if ((options.url === undefined) !== (options.token === undefined)) {
       throw new RangeError("give url and token together (or neither, to record only)");
     }
+    if (options.url !== undefined) checkIngestUrl(options.url);
     if (options.store === undefined && (globalThis as { indexedDB?: unknown }).indexedDB === undefined) {
       throw new RangeError("give the device's store: there is no IndexedDB here (in Node: new FileStore(folder), " +
         "from ldp-telemetry-client/node)");
@@ -200,14 +206,17 @@ export class PrivatizingMetricReader extends MetricReader {
     this.clock = clock;
     this.uploadOptions = { ...options.uploadOptions };
     this.dap = options.twoAggregator !== undefined;
-    this.tally = new WindowTally(this.window());
+    // The window the reader starts in: the first collection's measurements were made from now on, so the open rolls
+    // to it (not to the clock when the state opens, which may be later: they would count in a window after theirs).
+    const born = this.window();
+    this.tally = new WindowTally(born);
     this.opened = this.serial(async () => {
       const client = await TelemetryClient.open(this.spec, this.store, {
         clock: () => this.backdate ?? clock(), rng: options.rng, maxOutboxBytes: options.maxOutboxBytes,
         twoAggregator: options.twoAggregator,
       });
       this.tally = await loadTally(this.store, this.spec, this.tally);
-      await this.roll(client, this.window()); // a window that ended while nothing ran is reported now
+      await this.roll(client, born); // a window that ended while nothing ran is reported now
       return client;
     });
     this.opened.catch((err) => diag.error(`ldp: the device's state could not be opened: ${String(err)}`));
@@ -233,17 +242,21 @@ export class PrivatizingMetricReader extends MetricReader {
     return (await this.opened).spent(metric, period);
   }
 
-  /** Bound to a `MeterProvider`: start collecting every `collectIntervalMillis`. */
+  /** Bound to a `MeterProvider`: start collecting every `collectIntervalMillis`, and at each window's end. */
   protected override onInitialized(): void {
-    if (this.interval > 0) {
-      this.timer = setInterval(() => {
-        if (this.ticking) return;
-        this.ticking = true;
-        this.collectNow().catch((err) => diag.error(`ldp: collection failed: ${String(err)}`))
-          .finally(() => (this.ticking = false));
-      }, this.interval);
-      (this.timer as { unref?: () => void }).unref?.(); // in Node, the reader does not keep the process alive
-    }
+    if (this.interval > 0) this.schedule();
+  }
+
+  /** The next timed collection (`nextCollectionMillis`); the one after it is scheduled when it is done, until
+   * shutdown. */
+  private schedule(): void {
+    this.timer = setTimeout(() => {
+      this.collectNow().catch((err) => diag.error(`ldp: collection failed: ${String(err)}`))
+        .finally(() => {
+          if (this.timer !== undefined) this.schedule(); // not after shutdown
+        });
+    }, nextCollectionMillis(this.clock(), this.spec.windowSeconds, this.interval));
+    (this.timer as { unref?: () => void }).unref?.(); // in Node, the reader does not keep the process alive
   }
 
   /** Collect now (and report a window that has ended), then upload if due. */
@@ -253,7 +266,7 @@ export class PrivatizingMetricReader extends MetricReader {
 
   /** Collect a last time, report the window if `reportOnShutdown`, wait for an upload under way. */
   protected override async onShutdown(): Promise<void> {
-    if (this.timer !== undefined) clearInterval(this.timer);
+    if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     await this.collectNow();
     if (this.reportOnShutdown) await this.closeNow();
@@ -390,7 +403,9 @@ export class PrivatizingMetricReader extends MetricReader {
         if (url !== undefined && token !== undefined) await client.upload(url, token, this.uploadOptions);
         else await client.uploadReports(this.uploadOptions);
       } catch (err) {
-        diag.warn(`ldp: upload failed (${(err as Error)?.name ?? "error"}); the reports stay queued`);
+        const where = url === undefined ? "the tasks' leaders"
+          : (typeof url === "string" ? [url] : url).map(shownUrl).join(", ");
+        diag.warn(`ldp: upload to ${where} failed: ${uploadFailure(err)}; the reports stay queued`);
       }
     })().finally(() => (this.uploading = null));
     return this.uploading;

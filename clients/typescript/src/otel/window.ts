@@ -67,6 +67,22 @@ export function bucketMap(sdkBounds: readonly number[], specBounds: readonly num
   return [...sdkBounds, Infinity].map((upper) => specBounds.filter((s) => s < upper).length);
 }
 
+/** The shortest wait between two timed collections, in milliseconds. */
+export const MIN_COLLECT_INTERVAL_MILLIS = 50;
+
+/**
+ * Milliseconds from `nowSeconds` (Unix seconds) to a reader's next timed collection: `intervalMillis`, or less, so
+ * that one collection falls at the end of the window (`floor(now / windowSeconds)`). The SDK hands a reader what was
+ * measured since its last collection as one delta, counted in the window of that last collection; collecting at each
+ * window's end keeps a measurement in the window it was made in (up to the timer's delay). Never under
+ * `MIN_COLLECT_INTERVAL_MILLIS` (a timer that fired a hair early, or a clock that does not move, must not spin). The
+ * Python client's `next_collection_in`.
+ */
+export function nextCollectionMillis(nowSeconds: number, windowSeconds: number, intervalMillis: number): number {
+  const left = (windowSeconds - (((nowSeconds % windowSeconds) + windowSeconds) % windowSeconds)) * 1000;
+  return Math.max(Math.min(intervalMillis, left), MIN_COLLECT_INTERVAL_MILLIS);
+}
+
 const add = (map: Map<string, number>, key: string, amount: number) => map.set(key, (map.get(key) ?? 0) + amount);
 const own = (o: object, key: string) => Object.prototype.hasOwnProperty.call(o, key);
 
