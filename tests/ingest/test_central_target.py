@@ -17,8 +17,9 @@ from ldp.ingest.central import WITHHELD, load_state, round_down, state_path
 from ldp.ingest.dashboard import render_page
 from ldp.ingest.watch import fold_app, load_estimates
 from ldp.jobs import Section, write_jsonl
+from ldp.pipeline.guarantee import over_windows
 from ldp.privacy.cost import PrivacyCost
-from ldp.privacy.over_time import central_over_time
+from ldp.privacy.over_time import WindowRelease, central_over_time
 from ldp.protocols import get_protocol
 from ldp.spec import CollectionSpec, Envelope
 
@@ -40,8 +41,12 @@ def spec_doc(target: dict | None, per_window: float | None = 1) -> dict:
 
 
 def figure(windows: int, delta: float = DELTA) -> float:
-    """The central ε of ``windows`` windows of one k-RR report among N, computed apart from the ingest service."""
+    """The central ε of ``windows`` windows of one k-RR report among N, computed apart from the ingest service: one
+    window at its own figure (:func:`ldp.pipeline.guarantee.over_windows`, the rule every line stating one window
+    follows; the laws composed can be a little below it), more windows by their laws composed."""
     params = CollectionSpec.from_dict(spec_doc(None)).metrics["on"].params
+    if windows == 1:
+        return over_windows([WindowRelease(PrivacyCost(1.0), N, params.shuffle_structure)], delta).epsilon
     return central_over_time(PrivacyCost(1.0), N, delta, windows, params.shuffle_structure).epsilon
 
 
