@@ -178,26 +178,52 @@ class Report:
         which has only ``0`` and ``1`` (nothing to escape). Anything else (possible only through
         :meth:`trusted`: a bool, an int or str subclass, a float...) is left to the encoder itself, built once
         (:data:`_LINE_ENCODER`). Tested equal to the reference on every conformance vector and by hypothesis."""
-        protocol, fp, version = self.protocol, self.fingerprint, self.version
-        if type(protocol) is str and type(fp) is str and type(version) is int:
+        head = _HEADS.get((self.protocol, self.fingerprint, self.version))
+        if head is None:
+            head = _line_head(self.protocol, self.fingerprint, self.version)
+        if head is not None:
             fields = []
             for name, value in self.payload.items():
-                if type(name) is not str:
-                    break
+                key = _KEYS.get(name) if type(name) is str else None
+                if key is None:
+                    if type(name) is not str:
+                        break
+                    key = f"{_json_str(name)}:"
+                    if len(_KEYS) < _CACHED:
+                        _KEYS[name] = key
                 if type(value) is int and value.bit_length() <= 64:  # larger: as the encoder fails, if it does
-                    fields.append(f"{_json_str(name)}:{value}")
+                    fields.append(f"{key}{value}")
                 elif type(value) is frozenbitarray:
-                    fields.append(f'{_json_str(name)}:"{value.to01()}"')
+                    fields.append(f'{key}"{value.to01()}"')
                 else:
                     break
             else:
-                return (f'{{"v":{version},"protocol":{_json_str(protocol)},"params":{_json_str(fp)},'
-                        f'"payload":{{{",".join(fields)}}}}}')
+                return f'{head}{",".join(fields)}}}}}'
         return _LINE_ENCODER.encode(self.to_dict())
 
     def to_bytes(self) -> bytes:
         """This report alone as one binary frame."""
         return encode_frames([self])
+
+
+_CACHED = 256
+"""The most line heads and field keys :meth:`Report.to_json` keeps (a client has a few metrics; past it, none are
+added: every line is still written, only not from the cache)."""
+_HEADS: dict[tuple[Any, Any, Any], str] = {}
+"""``(protocol, fingerprint, version)`` to the line's head, ``{"v":1,"protocol":...,"params":...,"payload":{``."""
+_KEYS: dict[str, str] = {}
+"""A field name to its JSON key and colon, ``"name":``."""
+
+
+def _line_head(protocol: Any, fp: Any, version: Any) -> str | None:
+    """The head of :meth:`Report.to_json`'s line for these three (cached in :data:`_HEADS`), or ``None`` where one
+    of them is not of its exact type (then the json encoder writes the line)."""
+    if not (type(protocol) is str and type(fp) is str and type(version) is int):
+        return None
+    head = f'{{"v":{version},"protocol":{_json_str(protocol)},"params":{_json_str(fp)},"payload":{{'
+    if len(_HEADS) < _CACHED:
+        _HEADS[(protocol, fp, version)] = head
+    return head
 
 
 def _reference_json(report: Report) -> str:

@@ -488,14 +488,15 @@ def client_report(ctx: Context) -> dict[str, Any]:
 
 @benchmark("report_json")
 def report_json(ctx: Context) -> dict[str, Any]:
-    """Issue 61 item 2: a GRR report with its JSON line, ``encode(v).to_json()``, at most 2x ``encode(v)`` alone
-    (the line written directly, not by a json encoder built per call); medians of batch means, < 1 s."""
+    """Issue 61 item 2, tightened by issue 88: a GRR report with its JSON line, ``encode(v).to_json()``, at most
+    1.8x ``encode(v)`` alone (the line written directly, its head and keys cached, not by a json encoder built per
+    call); medians of batch means, < 1 s."""
     encoder, calls, batch = GRREncoder(GRR_BENCH_PARAMS), ctx.sizes.client_calls, ctx.sizes.client_batch
     encode = client_path_timing(encoder, 5, calls, batch)
     with_json = client_path_timing(SimpleNamespace(encode=lambda v: encoder.encode(v).to_json()), 5, calls, batch)
     ratio = with_json["us_median_of_batches"] / encode["us_median_of_batches"]
     return {"rng": CLIENT_RNG_NOTE, "grr_eps1_d1024": {"encode": encode, "encode_to_json": with_json,
-            **ctx.judge("grr.encode_to_json_over_encode", ratio, "<=", 2.0, "ratio")}}
+            **ctx.judge("grr.encode_to_json_over_encode", ratio, "<=", 1.8, "ratio")}}
 
 
 @benchmark("aggregate_simulation_1e9")

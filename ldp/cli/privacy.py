@@ -24,7 +24,7 @@ def register(sub: Any) -> None:
                       help="accepted for uniformity; the privacy cost is deterministic")
     add_shuffle_options(priv)
     priv.add_argument("--json", action="store_true", help="machine-readable output")
-    priv.set_defaults(handler=privacy_command)
+    priv.set_defaults(handler=privacy_command, blas_threads=1)  # small array work (ldp.cli.command)
 
 
 def privacy_command(args: argparse.Namespace) -> int:
