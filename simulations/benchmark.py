@@ -807,6 +807,7 @@ def _register_protocol_sections() -> None:
     import bench_rappor_first_fold
     import bench_rappor_ngrams
     import bench_rappor_poisoning
+    import bench_rappor_power
     import bench_regression
     import bench_replica
     import bench_rust
@@ -825,6 +826,7 @@ def _register_protocol_sections() -> None:
     bench_rappor.register(sys.modules[__name__])
     bench_rappor_first_fold.register(sys.modules[__name__])
     bench_rappor_poisoning.register(sys.modules[__name__])
+    bench_rappor_power.register(sys.modules[__name__])
     bench_shuffler_lines.register(sys.modules[__name__])
     bench_sketch.register(sys.modules[__name__])
     bench_sfp.register(sys.modules[__name__])

@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from ldp.batch.bits import add_ones_by_group, kernel_in_use
 from ldp.batch.rappor_evidence import BitsTogether, cooccurrence_sizes
+from ldp.batch.rappor_pair_bins import FREE_BITS, add_pair_bins, ones_bins, pair_bins_shape
 from ldp.batch.rappor_pairs import PairChoice, pair_cells_shape, pair_grid_shape
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.rappor_decode import bit_count_variance
@@ -68,6 +69,8 @@ class RapporAggregate(Aggregate):
     together: npt.NDArray[np.int64]  # (1 + len(cooccurrence_sizes),)
     pair_cells: npt.NDArray[np.int64]  # (m, J, 4(k − 1)): ldp.batch.rappor_pairs
     pair_grid: npt.NDArray[np.int64]  # (m, k + 1, k + 1, k + 1): every pair's cells, ldp.batch.rappor_pairs
+    pair_bins: npt.NDArray[np.int64]  # (m, B, (k + 1)(k + 2)/2): every pair's cells, L binned (rappor_pair_bins)
+    keep_pairs: bool = False  # fill pair_bins above FREE_BITS bits too (the candidates will be tested)
     _together: BitsTogether | None = None  # the fold's choices of bits, made on the first fold
     _pairs: PairChoice | None = None  # the fold's choices of pairs (ldp.batch.rappor_pairs)
 
@@ -82,18 +85,24 @@ class RapporAggregate(Aggregate):
         return {"ones_hist": (np.dtype(np.int64), (params.num_bloombits + 1,)),
                 "together": (np.dtype(np.int64), (1 + len(sizes),)),
                 "pair_cells": (np.dtype(np.int64), pair_cells_shape(params)),
-                "pair_grid": (np.dtype(np.int64), pair_grid_shape(params))}
+                "pair_grid": (np.dtype(np.int64), pair_grid_shape(params)),
+                "pair_bins": (np.dtype(np.int64), pair_bins_shape(params))}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         """Count reports per cohort and ones per (cohort, bit), in place (:func:`~ldp.batch.bits.add_ones_by_group`),
         and the per-report statistics (:class:`~ldp.batch.rappor_evidence.BitsTogether`): with the compiled kernel,
-        in one pass over the rows (:meth:`~ldp.batch.rappor_evidence.BitsTogether.fold`)."""
+        in one pass over the rows (:meth:`~ldp.batch.rappor_evidence.BitsTogether.fold`); ``pair_bins`` while
+        ``k <=`` :data:`~ldp.batch.rappor_pair_bins.FREE_BITS` or :attr:`keep_pairs`
+        (:func:`~ldp.batch.rappor_pair_bins.add_pair_bins`)."""
         if self._together is None:
             self._together = BitsTogether(self.params)
         if self._pairs is None:
             self._pairs = PairChoice(self.params)
         cohorts, rows = columns["cohort"], columns["bits"]
         self._pairs.add(cohorts, rows, self.pair_cells, self.pair_grid)
+        k = self.params.num_bloombits
+        if self.pair_bins.size and (k <= FREE_BITS or self.keep_pairs):
+            add_pair_bins(cohorts, rows, k, ones_bins(self.params), self.pair_bins)
         if kernel_in_use():
             self._together.fold(cohorts, rows, self.cohort_n, self.ones, self.ones_hist, self.together)
             return

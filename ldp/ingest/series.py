@@ -133,12 +133,28 @@ def summary_quantiles(est: Any) -> dict[str, Any] | None:
     return None if table is None else table.to_dict()
 
 
-def poisoning(agg: Aggregate) -> dict[str, Any] | None:
+def poisoning(agg: Aggregate, candidates: Sequence[str] | None = None) -> dict[str, Any] | None:
     """The poisoning evidence of one aggregate (:func:`ldp.jobs.poisoning.evidence_summary`: its totals and the
-    per-report statistics its fold kept), ``None`` for an empty aggregate."""
+    per-report statistics its fold kept), ``None`` for an empty aggregate. With the metric's ``candidates`` (the
+    spec's), RAPPOR's candidates' own pairs are tested too, as ``ldp decode`` tests them
+    (:func:`ldp.jobs.rappor_poisoning.candidate_evidence_summary`)."""
     from ldp.jobs.poisoning import evidence_summary
 
+    if candidates and hasattr(agg, "pair_bins"):
+        from ldp.jobs.rappor_poisoning import candidate_evidence_summary
+
+        return candidate_evidence_summary(agg, candidates)
     return evidence_summary(agg)
+
+
+def _spec_candidates(spec: CollectionSpec, m: MetricSpec) -> list[str] | None:
+    """The metric's candidates from the spec, ``None`` when it has none or they cannot be read here (a URL)."""
+    from ldp.jobs.decode import load_candidates
+
+    try:
+        return load_candidates(spec, m.name)
+    except ValueError:
+        return None
 
 
 def _decode(agg: Aggregate, spec: CollectionSpec, m: MetricSpec, confidence: float, alpha: float,
@@ -154,7 +170,7 @@ def _decode(agg: Aggregate, spec: CollectionSpec, m: MetricSpec, confidence: flo
     policy = spec.release_for(m.name)
     out: dict[str, Any] = {"confidence": None, "kind": None, "rows": [], "detected": None, "notes": [], "error": None,
                            "release": release(None, policy, agg.n, pooling=pooling).to_dict(),
-                           "poisoning": poisoning(agg), "quantiles": None}
+                           "poisoning": poisoning(agg, _spec_candidates(spec, m)), "quantiles": None}
     if not out["release"]["released"]:
         return out
     try:

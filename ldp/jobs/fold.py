@@ -119,7 +119,8 @@ class Folder:
 
     # -- keys and aggregates ---------------------------------------------------------------------------
     def aggregate(self, metric: MetricSpec, window: int) -> Aggregate:
-        """The aggregate a report of ``metric`` in ``window`` folds into (created empty on first use)."""
+        """The aggregate a report of ``metric`` in ``window`` folds into (created empty on first use; one whose
+        metric names candidates is told so, ``keep_pairs``: RAPPOR then keeps every pair's cells for their test)."""
         key = (metric.name, metric.params_fingerprint, window if self.by_window else None)
         agg = self.aggregates.get(key)
         if agg is None:
@@ -127,6 +128,8 @@ class Folder:
             if aggregate_type is None:
                 raise ValueError(f"protocol {metric.protocol!r} has no server aggregate")
             agg = self.aggregates[key] = aggregate_type(metric.params)
+            if metric.candidates is not None and hasattr(agg, "keep_pairs"):
+                agg.keep_pairs = True
         return agg
 
     # -- rejections ------------------------------------------------------------------------------------

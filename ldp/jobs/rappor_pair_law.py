@@ -12,7 +12,8 @@ from scipy import stats
 
 from ldp.jobs.poisoning import LawCheck, _check_alpha, _verdict
 
-__all__ = ["CANDIDATE_SHORTLIST", "FIT_GAP", "PAIR_MIN", "candidate_pair_check", "candidate_pairs",
+__all__ = ["FIT_GAP", "PAIR_MIN", "SCREEN", "candidate_cells", "candidate_laws",
+           "candidate_pair_check", "candidate_pairs",
            "common_share_ratio", "pair_fake_law", "pair_law_check", "pair_likelihood_ratio", "pair_type_laws",
            "pair_types", "sum_of_dominated_sf"]
 
@@ -188,8 +189,6 @@ def pair_law_check(params: Any, cells: npt.ArrayLike, alpha: float, reports: int
     return LawCheck("pair_law", pr, int(reports), total, mean, sd, float(z), p, alpha, verdict, msg)
 
 
-CANDIDATE_SHORTLIST = 8
-"""Candidates whose ratio :func:`candidate_pair_check` computes: those of largest linear score; the others count 0."""
 SHARE_STEPS = 400
 """EM steps of the common-share fit (:func:`common_share_ratio`); its value is a feasible point's, a lower bound."""
 
@@ -255,37 +254,131 @@ def common_share_ratio(cells: npt.ArrayLike, laws: npt.NDArray[np.float64], fake
     return float(max(2.0 * (best - upper), 0.0))
 
 
-def _linear_scores(params: Any, cells: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """The linear choice statistic ``Σψ`` (:func:`ldp.batch.rappor_pairs.score_coefficients`) of cell counts
-    ``(..., 4(k − 1))``: only a ranking of the candidates (which ratios to compute), never a p-value."""
-    from ldp.batch.rappor_pairs import score_coefficients
+SCREEN = 32
+"""Candidates whose full ratio :func:`candidate_pair_check` computes: all of them up to this many, otherwise the
+largest by the score at the honest fit (the others count 0, a lower bound)."""
 
-    k = params.num_bloombits
-    beta = score_coefficients(params)[0]  # (4, 3): group, power of R
-    r = np.arange(k - 1, dtype=np.float64)
-    weights = (beta[:, :, None] * r[None, None, :] ** np.arange(3)[None, :, None]).sum(axis=1).ravel()
-    out: npt.NDArray[np.float64] = cells @ weights
+
+def candidate_cells(params: Any, source: npt.NDArray[np.int64], pairs: npt.NDArray[np.intp],
+                    cohorts: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+    """``(D, G, C)``: per candidate (``pairs``: ``(D, m, 2)``, :func:`candidate_pairs`) its own pair's cells in each
+    of ``cohorts``, from ``pair_grid`` (``(m, k + 1, k + 1, k + 1)``: exact cells,
+    :func:`ldp.batch.rappor_pairs.grid_cells`) or ``pair_bins`` (``(m, B, T)``: binned cells,
+    :func:`ldp.batch.rappor_pair_bins.bins_cells`); a cohort where the candidate has one bit has no cells."""
+    from ldp.batch.rappor_pair_bins import bins_cells
+    from ldp.batch.rappor_pairs import grid_cells
+
+    binned = source.ndim == 3
+    width = 4 * source.shape[1] if binned else 4 * (params.num_bloombits - 1)
+    cells = np.zeros((pairs.shape[0], cohorts.size, width))
+    for j, cohort in enumerate(cohorts.tolist()):
+        have = pairs[:, cohort, 0] >= 0
+        of = bins_cells if binned else grid_cells
+        cells[have, j] = of(source[cohort], pairs[have, cohort, 0], pairs[have, cohort, 1])
+    return cells
+
+
+def candidate_laws(params: Any, binned: bool) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """``(A, F)``: the honest type laws and the fake law over the cells (:func:`pair_type_laws`,
+    :func:`pair_fake_law`), summed over each bin of ``L`` when ``binned``
+    (:func:`ldp.batch.rappor_pair_bins.bin_matrix`: exact laws of the binned cells)."""
+    laws, fake = pair_type_laws(params), pair_fake_law(params)
+    if not binned:
+        return laws, fake
+    from ldp.batch.rappor_pair_bins import bin_matrix
+
+    matrix = bin_matrix(params)
+    return laws @ matrix, fake @ matrix
+
+
+def _screened(cells: npt.NDArray[np.float64], laws: npt.NDArray[np.float64], fake: npt.NDArray[np.float64],
+              keep: int) -> npt.NDArray[np.intp]:
+    """The ``keep`` candidates of largest score toward fake reports at a short honest fit,
+    ``Σ_g (Σ_i c_gi·F_i / mix_gi − N_g)`` (the log-likelihood's derivative in the fake share): only which ratios
+    are computed, never a p-value."""
+    from ldp.jobs.rappor_shared_share import null_upper
+
+    if cells.shape[0] <= keep:
+        return np.arange(cells.shape[0])
+    _, w = null_upper(cells, laws, 40)
+    score = ((cells / np.maximum(w @ laws, 1e-300)) @ fake - cells.sum(axis=2)).sum(axis=1)
+    out: npt.NDArray[np.intp] = np.argsort(-score, kind="stable")[:keep]
     return out
 
 
-def candidate_pair_check(params: Any, grid: npt.ArrayLike, candidates: Any, alpha: float, reports: int,
-                         shortlist: int = CANDIDATE_SHORTLIST) -> LawCheck:
-    """The candidates' own pairs (:mod:`ldp.jobs.rappor_poisoning`): for each candidate string ``s`` its pair
-    of bits in every cohort with at least :data:`PAIR_MIN` reports (:func:`candidate_pairs`), their cells from the
-    fold's ``pair_grid`` (every report; :func:`ldp.batch.rappor_pairs.grid_cells`), and ``T_s`` the common-share
-    likelihood ratio (:func:`common_share_ratio`), at most ``χ²₁`` under the null (one parameter, on its
-    boundary: asymptotically ``½χ²₀ + ½χ²₁``). ``p = min(1, D·P(χ²₁ >= max_s T_s))``, Bonferroni over the ``D``
-    distinct candidates (distinct pairs across the cohorts) with a pair in some tested cohort: every candidate is
-    tested, so choosing which to compute by the data cannot break the level (the ratios of the ``shortlist`` of
-    largest linear score are computed, the others count 0, a lower bound)."""
-    from ldp.batch.rappor_pairs import grid_cells
+def reference_law(params: Any) -> npt.NDArray[np.float64]:
+    """``(types,)``: the honest type mix a typical pair of a cohort sees (:func:`pair_types`): 1 % of filters
+    holding both bits, ``2/k`` holding each alone with one other bit, the rest two other bits. Only the weighting
+    of the linear statistic's variance (:func:`ldp.jobs.rappor_shared_share.null_free_weights`), fixed by the
+    parameters: the statistic's mean is 0 under every honest mix whatever this is."""
+    k = params.num_bloombits
+    kinds = pair_types(params)
+    share = {(1, 1, 0): 0.01, (1, 0, 1): 2 / k, (0, 1, 1): 2 / k}
+    w = np.array([share.get(kind, 0.0) for kind in kinds])
+    rest = kinds.index((0, 0, 2)) if (0, 0, 2) in kinds else len(kinds) - 1
+    w[rest] += max(1.0 - w.sum(), 0.0)
+    out: npt.NDArray[np.float64] = w / w.sum()
+    return out
 
+
+_Found = tuple[int, float, float, str, str]
+"""The most extreme candidate's row, its statistic, the Bonferroni p-value and the message's two parts."""
+
+
+def _binned_statistic(params: Any, cells: npt.NDArray[np.float64], laws: npt.NDArray[np.float64],
+                      fake: npt.NDArray[np.float64], d: int, bins: int, shortlist: int) -> _Found:
+    """:func:`candidate_pair_check` on binned cells: the most extreme candidate, its ``z``, the Bonferroni ``p``
+    over ``d`` and the message's two parts (a self-normalised sum, ``N(0, 1)`` on honest data whatever the mix)."""
+    from ldp.jobs.rappor_shared_share import linear_scores, one_sided_weights
+
+    exact = [al == be for al, be, _ in pair_types(params)]  # both bits or neither: mean 0; one alone: <= 0
+    z = linear_scores(cells, one_sided_weights(laws, fake, reference_law(params) @ laws, exact))
+    worst = int(np.argmax(z))
+    total = float(z[worst])
+    p = float(min(1.0, d * stats.norm.sf(total)))
+    return worst, total, p, f"{bins} bins of the 1s", f"z {total:.2f} of a sum of mean <= 0 for every honest report"
+
+
+def _grid_statistic(params: Any, cells: npt.NDArray[np.float64], laws: npt.NDArray[np.float64],
+                    fake: npt.NDArray[np.float64], d: int, bins: int, shortlist: int) -> _Found:
+    """:func:`candidate_pair_check` on exact cells: the common-share likelihood ratios of the ``shortlist`` of
+    largest score (the others 0), the largest as ``χ²₁``, Bonferroni over ``d``."""
+    from ldp.jobs.rappor_shared_share import shared_share_ratios
+
+    top = _screened(cells, laws, fake, shortlist)
+    ratios = np.zeros(d)
+    ratios[top] = shared_share_ratios(cells[top], laws, fake)
+    worst = int(np.argmax(ratios))
+    total = float(ratios[worst])
+    p = float(min(1.0, d * stats.chi2.sf(total, 1))) if total > 0 else 1.0
+    return worst, total, p, "every number of 1s", f"likelihood ratio {total:,.1f} beyond every honest mixture"
+
+
+def candidate_pair_check(params: Any, grid: npt.ArrayLike, candidates: Any, alpha: float, reports: int,
+                         shortlist: int = SCREEN) -> LawCheck:
+    """The candidates' own pairs (:mod:`ldp.jobs.rappor_poisoning`): for each candidate string ``s`` its pair
+    of bits in every cohort with at least :data:`PAIR_MIN` reports (:func:`candidate_pairs`) and their cells
+    (every report counted, :func:`candidate_cells`). From ``pair_grid`` (exact cells): ``T_s`` the common-share
+    likelihood ratio (:func:`ldp.jobs.rappor_shared_share.shared_share_ratios`), taken as ``χ²₁`` (one parameter
+    on its boundary: asymptotically ``½χ²₀ + ½χ²₁``), ``p = min(1, D·P(χ²₁ >= max_s T_s))``; the ratios of the
+    ``shortlist`` of largest score are computed (:func:`_screened`), the others count 0. From ``pair_bins``
+    (binned cells): ``z_s`` the self-normalised sum of weights of mean ``<= 0`` for every honest type (0 for the
+    filters holding both bits or neither) and 1 for a fake report (:func:`ldp.jobs.rappor_shared_share.
+    one_sided_weights`, :func:`~ldp.jobs.rappor_shared_share.linear_scores`),
+    ``p = min(1, D·P(N(0, 1) >= max_s z_s))``: its null
+    law needs no honest mix inside the types' hull (with few bins the likelihood ratio's asymptotic law fails where
+    the mix sits on the hull's faces: one filter in ``k/2`` holds a given bit, and the cohorts' boundary gains add
+    up — 30 on honest windows of ``k = 128, m = 64``, one bin). Bonferroni over the ``D`` distinct candidates
+    (distinct pairs across the cohorts) with a pair in some tested cohort: every candidate counts in ``D``, so which
+    are computed may depend on the data."""
     pr = params.protocol
     alpha = _check_alpha(alpha)
     g = np.asarray(grid, dtype=np.int64)
-    laws, fake = pair_type_laws(params), pair_fake_law(params)
+    binned = g.ndim == 3
+    laws, fake = candidate_laws(params, binned)
     pairs = candidate_pairs(params, candidates)  # (D, m, 2)
-    used = np.flatnonzero(g[:, :, 0, 0].sum(axis=1) >= PAIR_MIN) if g.size else np.zeros(0, np.intp)
+    counted = (g[:, :, 0].sum(axis=1) if binned else g[:, :, 0, 0].sum(axis=1)) if g.size else np.zeros(0)
+    used = np.flatnonzero(counted >= PAIR_MIN)
     key = np.where(pairs[:, used, 0] >= 0, pairs[:, used, 0] * params.num_bloombits + pairs[:, used, 1], -1)
     live = (key >= 0).any(axis=1) if used.size else np.zeros(pairs.shape[0], bool)
     distinct, first = np.unique(key[live], axis=0, return_index=True) if live.any() else (np.zeros((0, 0)), [])
@@ -295,22 +388,15 @@ def candidate_pair_check(params: Any, grid: npt.ArrayLike, candidates: Any, alph
                         f"{pr}: the candidates' own pairs of bits: no cohort has {PAIR_MIN} reports, or no candidate "
                         f"has two bits (ok at {alpha:g})")
     rows = np.flatnonzero(live)[np.asarray(first)]  # one candidate per distinct pattern
-    cells = np.zeros((d, used.size, fake.size))
-    for j, cohort in enumerate(used.tolist()):
-        have = pairs[rows, cohort, 0] >= 0
-        cells[have, j] = grid_cells(g[cohort], pairs[rows[have], cohort, 0], pairs[rows[have], cohort, 1])
-    score = _linear_scores(params, cells).sum(axis=1)
-    top = np.argsort(-score, kind="stable")[:shortlist]
-    ratios = np.zeros(d)
-    for i in top.tolist():
-        ratios[i] = common_share_ratio(cells[i][cells[i].sum(axis=1) > 0], laws, fake)
-    worst = int(np.argmax(ratios))
-    total = float(ratios[worst])
-    p = float(min(1.0, d * stats.chi2.sf(total, 1))) if total > 0 else 1.0
+    cells = candidate_cells(params, g, pairs[rows], used)
+    statistic = _binned_statistic if binned else _grid_statistic
+    worst, total, p, how, what = statistic(params, cells, laws, fake, d, g.shape[1], shortlist)
     verdict = _verdict(p, alpha)
     names = list(candidates)
-    msg = (f"{pr}: a candidate's own bits set together beyond every honest mixture: likelihood ratio {total:,.1f} "
-           f"for {names[int(rows[worst])]!r} (one fake share over {used.size} cohorts; most extreme of {d} "
-           f"candidates, Bonferroni p <= {p:.2g}, {verdict} at {alpha:g})")
+    msg = (f"{pr}: a candidate's own bits set together: {what} for {names[int(rows[worst])]!r} (one fake share "
+           f"over {used.size} cohorts, {how}; most extreme of {d} candidates, Bonferroni p <= {p:.2g}, {verdict} "
+           f"at {alpha:g})")
+    if binned:
+        return LawCheck("pair_candidates", pr, int(reports), total, 0.0, 1.0, total, p, alpha, verdict, msg)
     sd = float(np.sqrt(2.0))  # χ²₁'s mean and standard deviation, for the check's z
     return LawCheck("pair_candidates", pr, int(reports), total, 1.0, sd, (total - 1.0) / sd, p, alpha, verdict, msg)

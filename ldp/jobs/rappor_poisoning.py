@@ -130,6 +130,7 @@ from ldp.jobs.rappor_pair_law import (
 )
 
 __all__ = ["PAIR_MIN", "RapporLaw", "TAIL", "candidate_evidence", "candidate_evidence_summary", "candidate_pair_check",
+           "candidate_source",
            "candidate_pairs", "cohort_reports_check", "common_share_ratio", "cooccurrence_bound", "cooccurrence_sizes",
            "pair_fake_law", "pair_law_check", "pair_likelihood_ratio", "pair_type_laws", "pair_types",
            "rappor_ones_bounds", "rappor_ones_pmfs", "rappor_ones_tails", "report_pair_cells", "report_statistics",
@@ -340,21 +341,57 @@ class RapporLaw(ReportLaw):
         return [tails, spike, min(each, key=lambda c: c.p_value)]
 
 
+def _bins_recorded(aggregate: Any) -> bool:
+    """Whether the aggregate's fold kept ``pair_bins`` (:mod:`ldp.batch.rappor_pair_bins`) and they are counts a
+    fold can make: none negative, each cohort's at most its reports, each pair's 1s together at most either bit's
+    and the reports with neither at least 0, and each bin's 1s within its numbers of 1s times its reports."""
+    from ldp.batch.rappor_pair_bins import ones_bins, pair_bins_shape, triangle_index
+
+    stat = getattr(aggregate, "pair_bins", None)
+    pr = aggregate.params
+    if stat is None or stat.size == 0 or stat.shape != pair_bins_shape(pr):
+        return False
+    g = np.asarray(stat, np.int64)
+    k = pr.num_bloombits
+    full = g[:, :, triangle_index(k)]  # (m, B, k + 1, k + 1)
+    n, ones, both = full[:, :, 0, 0], full[:, :, 0, 1:], full[:, :, 1:, 1:]
+    bins = ones_bins(pr)
+    low = np.array([np.flatnonzero(bins == b).min(initial=k + 1) for b in range(g.shape[1])])
+    high = np.array([np.flatnonzero(bins == b).max(initial=-1) for b in range(g.shape[1])])
+    total = ones.sum(axis=2)
+    return bool(g.min() >= 0 and n.sum() > 0 and (n.sum(axis=1) <= aggregate.cohort_n).all()
+                and (both <= ones[:, :, :, None]).all() and (both <= ones[:, :, None, :]).all()
+                and (n[:, :, None, None] - ones[:, :, :, None] - ones[:, :, None, :] + both >= 0).all()
+                and (total >= low * n).all() and (total <= high * n).all())
+
+
+def candidate_source(aggregate: Any) -> Any:
+    """What the candidates' own-pair test reads: ``pair_grid`` (exact cells) where the fold kept it, else
+    ``pair_bins`` (binned cells), each only when its counts are ones a fold can make; ``None`` otherwise."""
+    if _grid_recorded(aggregate):
+        return aggregate.pair_grid
+    if _bins_recorded(aggregate):
+        return aggregate.pair_bins
+    return None
+
+
 def candidate_evidence(aggregate: Any, candidates: Any, *, alpha: float = 0.01) -> Evidence:
-    """The checks of one RAPPOR window when its candidate strings are known (``ldp decode``), family-wise ``alpha``:
-    the aggregate's checks with the candidates' own pairs (:func:`candidate_pair_check`, from ``pair_grid``) in
-    place of the chosen pairs, each at ``alpha`` over their number (Bonferroni). Without candidates or a grid, the
-    aggregate's checks (:func:`~ldp.jobs.poisoning.poisoning_evidence`)."""
+    """The checks of one RAPPOR window when its candidate strings are known (``ldp decode``, the ingest service),
+    family-wise ``alpha``: the aggregate's checks with the candidates' own pairs (:func:`candidate_pair_check`,
+    from ``pair_grid`` or ``pair_bins``, :func:`candidate_source`) in place of the chosen pairs, each at ``alpha``
+    over their number (Bonferroni). Without candidates or either statistic, the aggregate's checks
+    (:func:`~ldp.jobs.poisoning.poisoning_evidence`)."""
     from ldp.jobs.poisoning import poisoning_evidence
 
     alpha = _check_alpha(alpha)
     names = list(candidates or [])
-    if not names or not _grid_recorded(aggregate):
+    source = candidate_source(aggregate) if names else None
+    if source is None:
         return poisoning_evidence(aggregate, alpha=alpha)
     law = RapporLaw()
     count = law.aggregate_check_count(aggregate) - int(_pairs_recorded(aggregate)) + 1
     checks = law.aggregate_checks(aggregate, alpha / count, pairs=False)
-    checks.append(candidate_pair_check(aggregate.params, aggregate.pair_grid, names, alpha / count, int(aggregate.n)))
+    checks.append(candidate_pair_check(aggregate.params, source, names, alpha / count, int(aggregate.n)))
     return Evidence(aggregate.params.protocol, int(aggregate.n), alpha, tuple(checks))
 
 

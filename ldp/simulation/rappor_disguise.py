@@ -8,7 +8,8 @@ others, uniformly. With several targets, the fake reports take them in turn.
 
 Attacks (:data:`DISGUISES`): ``single`` (one target), ``alternating`` (two targets in turn), ``one-cohort`` (one
 target, every fake report in cohort 0), ``one-bit`` (one target, one of its bits set per cohort) and ``honest`` (no
-fake report). The honest users hold values drawn from Zipf(1) over ``d`` synthetic candidates
+fake report). ``alternating`` takes any number of targets in turn (:func:`disguised_window`'s ``targets``).
+The honest users hold values drawn from Zipf(1) over ``d`` synthetic candidates
 (:func:`~ldp.decoders.rappor_decode.synthetic_rappor_candidates`); the gain is the targets' estimated frequency
 (least squares over every candidate) with the fake users minus without.
 """
@@ -63,11 +64,14 @@ class DisguisedWindow:
 
 
 def disguised_window(params: Any, attack: str, n: int = 20_000, fraction: float = 0.05, rng: Any = None, *,
-                     d: int = 64, gain: bool = True) -> DisguisedWindow:
+                     d: int = 64, gain: bool = True, targets: int | None = None,
+                     keep_pairs: bool = True) -> DisguisedWindow:
     """``n`` users, ``round(fraction·n)`` of them fake running ``attack`` (:data:`DISGUISES`) for targets drawn
-    among the candidates ``8..d−1`` (not the most popular), the fake reports spread evenly among the honest ones,
-    folded in one batch (the fold's own coins drawn from ``rng`` too: the window is reproducible); ``gain``: also
-    decode the window without and with the fake users (least squares over the ``d`` candidates)."""
+    among the candidates ``8..d−1`` (not the most popular; ``targets`` of them, taken in turn: by default 2 for
+    ``alternating``, 1 otherwise), the fake reports spread evenly among the honest ones, folded in one batch (the
+    fold's own coins drawn from ``rng`` too: the window is reproducible; ``keep_pairs``: the aggregate keeps
+    ``pair_bins`` at any ``k``, as a fold that knows the candidates does); ``gain``: also decode the window
+    without and with the fake users (least squares over the ``d`` candidates)."""
     from ldp.batch.rappor_evidence import BitsTogether
     from ldp.batch.rappor_pairs import PairChoice
     from ldp.decoders.rappor import RapporAggregate
@@ -81,12 +85,13 @@ def disguised_window(params: Any, attack: str, n: int = 20_000, fraction: float 
     gen = np.random.default_rng(rng)
     cands = synthetic_rappor_candidates(params, d)
     fake = 0 if attack == "honest" else int(round(fraction * n))
-    picks = gen.choice(np.arange(8, d), size=2 if attack == "alternating" else 1, replace=False)
-    targets = tuple(cands[int(i)] for i in picks)
+    count = targets if targets is not None else 2 if attack == "alternating" else 1
+    picks = gen.choice(np.arange(8, d), size=count, replace=False)
+    chosen = tuple(cands[int(i)] for i in picks)
     values = np.repeat(np.arange(d), zipf(d).counts(n - fake, gen))
     enc: Any = get_protocol(params.protocol).encoder_type(params)
     honest = dict(enc.encode_batch(gen.permutation(values), gen, candidates=cands).columns)
-    bad = disguised_reports(params, targets, fake, gen, cohort=0 if attack == "one-cohort" else None,
+    bad = disguised_reports(params, chosen, fake, gen, cohort=0 if attack == "one-cohort" else None,
                             one_bit=attack == "one-bit")
     is_fake = np.zeros(n, bool)
     is_fake[np.arange(fake, dtype=np.int64) * n // max(fake, 1)] = True
@@ -97,6 +102,7 @@ def disguised_window(params: Any, attack: str, n: int = 20_000, fraction: float 
         out[~is_fake], out[is_fake] = col, np.asarray(bad[key]).astype(col.dtype)
         both[key] = out
     agg = RapporAggregate(params)
+    agg.keep_pairs = keep_pairs
     agg._together = BitsTogether(params, gen.integers(2**63))  # the fold's coins from the seed: reproducible
     agg._pairs = PairChoice(params, gen.integers(2**63))
     agg.add(ReportBatch(params.protocol, params.fingerprint, params.schema, both))
@@ -108,4 +114,4 @@ def disguised_window(params: Any, attack: str, n: int = 20_000, fraction: float 
         before = np.asarray(decode(clean, cmap, selection="none").count) / max(clean.n, 1)
         after = np.asarray(decode(agg, cmap, selection="none").count) / n
         change = float((after - before)[picks].sum())
-    return DisguisedWindow(agg, targets, change)
+    return DisguisedWindow(agg, chosen, change)

@@ -1,0 +1,193 @@
+"""Every pair's cells with the number of 1s binned (issue 88, item 4; ``ldp.batch.rappor_pair_bins``): exact
+against the reports, additive, bounded at every shape, their honest laws exact against every filter and report,
+and the candidates' test on them at its level on honest draws and flagging disguised attacks (power over every
+shape: simulations/bench_rappor_power.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy import stats
+
+from ldp.batch.rappor_pair_bins import (
+    BIN_BUDGET,
+    add_pair_bins,
+    bin_count,
+    bin_matrix,
+    bins_cells,
+    ones_bins,
+    pair_bins_shape,
+)
+from ldp.decoders.base import Aggregate
+from ldp.decoders.rappor import RapporAggregate
+from ldp.decoders.rappor_decode import synthetic_rappor_candidates
+from ldp.encoders.rappor import RapporParams
+from ldp.jobs.rappor_pair_law import candidate_laws, pair_fake_law, pair_type_laws, pair_types, reference_law
+from ldp.jobs.rappor_poisoning import candidate_evidence, candidate_source
+from ldp.jobs.rappor_shared_share import linear_scores, null_free_weights, one_sided_weights
+from ldp.reports import ReportBatch
+from ldp.simulation.rappor_disguise import disguised_reports, disguised_window
+
+WIDE = RapporParams(num_bloombits=16, num_hashes=2, num_cohorts=32, p=0.25, q=0.75, f=0.5)  # no pair_grid: bins
+
+
+def _params(k: int, m: int, h: int = 2) -> RapporParams:
+    return RapporParams(num_bloombits=k, num_hashes=h, num_cohorts=m, p=0.25, q=0.75, f=0.5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(0, 300), k=st.integers(2, 20), m=st.integers(1, 4), nb=st.integers(1, 6),
+       seed=st.integers(0, 2**32 - 1))
+def test_binned_cells_are_the_cells_of_the_reports(n: int, k: int, m: int, nb: int, seed: int) -> None:
+    """For random reports (padding bits set too) and random nondecreasing bins, every pair's binned cells equal the
+    cells counted report by report, and folding in two parts gives the statistic of the whole (additive)."""
+    gen = np.random.default_rng(seed)
+    bins = np.minimum(np.sort(gen.integers(0, nb, k + 1)), nb - 1)
+    cohorts = gen.integers(0, m, n)
+    rows = gen.integers(0, 256, (n, (k + 7) // 8)).astype(np.uint8)
+    whole = np.zeros((m, nb, (k + 1) * (k + 2) // 2), np.int64)
+    add_pair_bins(cohorts, rows, k, bins, whole)
+    parts = np.zeros_like(whole)
+    add_pair_bins(cohorts[:n // 3], rows[:n // 3], k, bins, parts)
+    add_pair_bins(cohorts[n // 3:], rows[n // 3:], k, bins, parts)
+    assert np.array_equal(parts, whole) and whole[:, :, 0].sum() == n
+    x = np.unpackbits(rows, axis=1, count=k, bitorder="little").astype(np.int64)
+    ell = bins[x.sum(axis=1)]
+    a, b = np.triu_indices(k, 1)
+    for c in range(m):
+        got = bins_cells(whole[c], a, b)
+        at = cohorts == c
+        for i in range(a.size):
+            cell = (2 * x[at, a[i]] + x[at, b[i]]) * nb + ell[at]
+            assert np.array_equal(got[i], np.bincount(cell, minlength=4 * nb))
+
+
+@pytest.mark.parametrize("k,h,nb", [(6, 2, 3), (6, 3, 2), (5, 2, 1)])
+def test_binned_type_laws_are_exact_for_every_filter(k: int, h: int, nb: int) -> None:
+    """Every filter of at most ``h`` of ``k`` bits, every report (2^k) enumerated: the law of the binned cell
+    ``(x_a, x_b, bin(L))`` of pair (0, 1) is the binned type law of the filter's type (a 0/1 matrix times the exact
+    law), and the disguised fake report's is the binned fake law. Breaking bin_matrix (a shift of L by the pair's
+    bits left out) fails it."""
+    params = _params(k, 1, h)
+    ps, qs = params.p_star, params.q_star
+    bins = np.minimum(np.arange(k + 1) * nb // (k + 1), nb - 1)
+    matrix = bin_matrix(params, bins)
+    laws = pair_type_laws(params) @ matrix
+    kinds = pair_types(params)
+    reports = np.array(list(itertools.product((0, 1), repeat=k)))
+    cell = (2 * reports[:, 0] + reports[:, 1]) * nb + bins[reports.sum(axis=1)]
+    for size in range(1, h + 1):
+        for filt in itertools.combinations(range(k), size):
+            prob = np.where(np.isin(np.arange(k), filt), qs, ps)
+            each = np.prod(np.where(reports == 1, prob, 1 - prob), axis=1)
+            law = np.bincount(cell, weights=each, minlength=4 * nb)
+            kind = (int(0 in filt), int(1 in filt), size - int(0 in filt) - int(1 in filt))
+            assert np.allclose(law, laws[kinds.index(kind)], atol=1e-12)
+    fake = pair_fake_law(params) @ matrix
+    full = np.convolve(stats.binom.pmf(range(h + 1), h, qs), stats.binom.pmf(range(k - h + 1), k - h, ps))
+    expect = np.zeros(4 * nb)
+    for ell, pr in enumerate(full):
+        expect[3 * nb + bins[max(ell, 2)]] += pr
+    assert np.allclose(fake, expect, atol=1e-12)
+
+
+def test_the_statistic_is_bounded_at_every_shape() -> None:
+    """At most BIN_BUDGET counters (one bin past it), with B bins of L, for every shape of the issue and beyond;
+    exact (one bin per L) through k = 32 at m <= 16."""
+    for k, m in itertools.product((16, 32, 64, 128), (4, 8, 16, 64)):
+        params = _params(k, m)
+        shape = pair_bins_shape(params)
+        if shape == (0, 0, 0):
+            continue  # pair_grid kept instead (k = 16, m <= 8)
+        assert np.prod(shape) <= max(BIN_BUDGET, m * (k + 1) * (k + 2) // 2)
+        assert 1 <= bin_count(params) <= k + 1 and ones_bins(params).max() < bin_count(params)
+        assert k > 32 or m > 16 or bin_count(params) == k + 1
+
+
+def _honest_exceedances(params: RapporParams, psi: np.ndarray, draws: int, seed: int) -> tuple[int, int]:
+    laws, _ = candidate_laws(params, True)
+    gen = np.random.default_rng(seed)
+    z = []
+    for _ in range(draws):
+        weights = gen.dirichlet(np.full(laws.shape[0], 0.3), size=4)  # any honest mix, cohort by cohort
+        cells = np.array([gen.multinomial(400, w @ laws) for w in weights])
+        z.append(linear_scores(cells[None], psi)[0])
+    z = np.asarray(z)
+    return int((z >= stats.norm.isf(0.1)).sum()), int((z >= stats.norm.isf(0.01)).sum())
+
+
+def test_the_linear_statistic_is_at_its_level_on_any_honest_mix() -> None:
+    """Honest cells drawn exactly from random mixes of the binned type laws (their exactness: above), 4 cohorts of
+    400 reports, 400 draws, for the two-sided weights (mean 0 under every type) and the one-sided ones the test uses
+    (mean <= 0): z reaches the N(0, 1) quantile of 0.1 at most 58 times (a rate of 0.1 exceeds that with
+    probability 4e-3) and of 0.01 at most 10 times (1e-3). Weights that ignore the honest types' means (fitted to
+    one type only: a broken null) fail it."""
+    params = WIDE
+    laws, fake = candidate_laws(params, True)
+    exact = [al == be for al, be, _ in pair_types(params)]
+    psi = null_free_weights(laws, fake, reference_law(params) @ laws)
+    one = one_sided_weights(laws, fake, reference_law(params) @ laws, exact)
+    assert np.abs(laws @ psi).max() < 1e-9 and fake @ psi == pytest.approx(1.0)
+    assert (laws @ one).max() < 1e-9 and fake @ one == pytest.approx(1.0) and (laws @ one).min() < -1e-3
+    for weights, seed in ((psi, 1), (one, 2)):
+        over10, over01 = _honest_exceedances(params, weights, 400, seed)
+        assert over10 <= 58 and over01 <= 10
+    broken = null_free_weights(laws[-1:], fake, reference_law(params) @ laws)
+    assert _honest_exceedances(params, broken, 400, 1)[0] > 58
+
+
+def test_one_bin_has_no_mean_test() -> None:
+    """With one bin the cells are 2 x 2 and the fake law is in the span of the type laws: no weights exist."""
+    params = _params(16, 32)
+    matrix = bin_matrix(params, np.zeros(17, np.intp))
+    laws, fake = pair_type_laws(params) @ matrix, pair_fake_law(params) @ matrix
+    assert not null_free_weights(laws, fake, reference_law(params) @ laws).any()
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_disguised_target_is_flagged_from_the_bins(seed: int) -> None:
+    """5 % fake users for one target at n = 20,000, k = 16, m = 32 (no pair_grid): the candidates' test reads
+    pair_bins and names the target; an honest window of the same seed passes."""
+    cands = synthetic_rappor_candidates(WIDE, 64)
+    window = disguised_window(WIDE, "single", rng=seed, gain=False)
+    assert candidate_source(window.aggregate) is window.aggregate.pair_bins
+    check = {c.name: c for c in candidate_evidence(window.aggregate, cands).checks}["pair_candidates"]
+    assert check.suspicious and repr(window.targets[0]) in check.message
+    honest = disguised_window(WIDE, "honest", rng=seed, gain=False)
+    assert not candidate_evidence(honest.aggregate, cands).suspicious
+
+
+def test_merged_aggregates_add_their_bins_and_old_files_load_without_them() -> None:
+    """Two folds merged hold the sum of their pair_bins; a file written before pair_bins existed loads, with zeros,
+    and the candidates' test is then not run (the aggregate's checks are)."""
+    cols = disguised_reports(WIDE, ["t0"], 3000, 7)
+    batch = ReportBatch(WIDE.protocol, WIDE.fingerprint, WIDE.schema, cols)
+    one, two = RapporAggregate(WIDE), RapporAggregate(WIDE)
+    one.add(batch)
+    two.add(batch)
+    assert np.array_equal(one.copy().merge(two).pair_bins, 2 * one.pair_bins) and one.pair_bins[:, :, 0].sum() == 3000
+    layout = one._full_layout()
+    del layout["pair_bins"]
+    from ldp.decoders.aggregate_file import write_aggregate
+
+    old = Aggregate.from_bytes(write_aggregate(one.params, one.n, one.rejected, layout,
+                                               {k: v for k, v in one._state().items() if k != "pair_bins"}))
+    assert isinstance(old, RapporAggregate) and not old.pair_bins.any() and candidate_source(old) is None
+    names = [c.name for c in candidate_evidence(old, synthetic_rappor_candidates(WIDE, 8)).checks]
+    assert "pair_candidates" not in names
+
+
+def test_wide_filters_keep_bins_only_when_told() -> None:
+    """k = 128: a fold without candidates leaves pair_bins at zero (the fold's cost unchanged); told
+    (keep_pairs, as a fold of a metric with candidates), it counts every report."""
+    params = _params(128, 4)
+    cols = disguised_reports(params, ["t0"], 500, 3)
+    batch = ReportBatch(params.protocol, params.fingerprint, params.schema, cols)
+    plain, told = RapporAggregate(params), RapporAggregate(params)
+    told.keep_pairs = True
+    plain.add(batch)
+    told.add(batch)
+    assert not plain.pair_bins.any() and told.pair_bins[:, :, 0].sum() == 500
