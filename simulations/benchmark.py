@@ -781,6 +781,7 @@ def shuffler_dask(ctx: Context) -> dict[str, Any]:
 def _register_protocol_sections() -> None:
     """Protocol sections kept in their own files (``simulations/bench_*.py``)."""
     import bench_association
+    import bench_binary_large
     import bench_change
     import bench_connections
     import bench_door
@@ -848,6 +849,7 @@ def _register_protocol_sections() -> None:
     bench_shuffle.register(sys.modules[__name__])
     bench_window_epsilon.register(sys.modules[__name__])
     bench_krr_shuffle.register(sys.modules[__name__])
+    bench_binary_large.register(sys.modules[__name__])
     bench_over_time.register(sys.modules[__name__])
     bench_trust.register(sys.modules[__name__])
     bench_prio.register(sys.modules[__name__])

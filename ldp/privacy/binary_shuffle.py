@@ -26,9 +26,9 @@ near 0 where the worst datasets are), the same fractions at every n, each evalua
 ε rounded up to the grid of :mod:`ldp.privacy.window_grid`: the figure is non-increasing in n by construction (up
 to rounding; see that module for what is guaranteed). Up to :func:`exact_max` users (10⁷ at δ >= 10⁻¹⁰, 10⁴ at
 δ below 10⁻²⁰⁰, at ε₀ <= 1: the work grows with ln(1/δ) and with n·p(1 − p), so the cap grows as 1/(p(1 − p)) above
-ε₀ = 1); beyond, that many users' figure, which the clone bound of :mod:`ldp.privacy.shuffle` beats from a few
-times that n (the clone bound is 1.23× a real dataset's exact ε at ε₀ = 1 and 1.41–1.45× at ε₀ = 3 to 5.9, δ = 10⁻⁸,
-n = 10⁸ to 4.2·10¹⁰).
+ε₀ = 1); beyond, :mod:`ldp.privacy.binary_large` runs the same search on each dataset's law read at a few points
+(its cost does not grow with n): 1.013–1.015× a real dataset's exact ε at δ = 10⁻⁸, ε₀ = 1 to 5.9, n = 10⁸ to
+10¹² (the clone bound of :mod:`ldp.privacy.shuffle` was 1.23–1.46× there), in 0.13 to 0.2 s of CPU.
 Each law f is exact to rounding: the
 binomials by scipy at their modes and ratio products outward, convolved directly or, when long, by FFT with a
 bound on its rounding added to δ; the mass left outside their windows is added to δ too.
@@ -43,6 +43,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ldp.privacy.binary_intervals import interval_cuts
 from ldp.privacy.window_grid import floor_delta, grid_search
 
 __all__ = ["BINARY", "EXACT_MAX", "BinaryPair", "WorstCase", "binary_pair", "binary_rr_epsilon", "exact_max",
@@ -53,12 +54,9 @@ BINARY = "binary RR (worst dataset)"
 
 _DIRECT = 2e7
 """Window products up to this are convolved directly (exact to rounding); longer ones by FFT."""
-_PARTS = 20
-"""Fixed intervals over the others' number of ones in [0, (n − 1)/2]: each drops up to 1/40 of the others (about
-1.3 % on ε)."""
 EXACT_MAX = 10**7
-"""The most users the datasets are computed for (at δ >= 10⁻¹⁰; fewer at smaller δ, :func:`exact_max`); more get
-its figure."""
+"""The most users whose datasets' whole laws are computed (at δ >= 10⁻¹⁰; fewer at smaller δ, :func:`exact_max`);
+beyond, :mod:`ldp.privacy.binary_large` reads each at a few points."""
 _CAPS = ((1e-10, 10**7), (1e-100, 10**6), (1e-200, 10**5), (0.0, 10**4))
 """(smallest grid δ, most users computed): the search's work grows with n and with ln(1/δ) (the windows reach
 further); these keep one window's search under about 0.6 s of CPU (simulations/bench_window_epsilon.py). The cap
@@ -318,12 +316,13 @@ class WorstCase:
 
 @functools.lru_cache(maxsize=8)
 def worst_case(eps0: float, n: int, delta: float) -> WorstCase:
-    """Every dataset of the n − 1 others covered by :data:`_PARTS` fixed intervals over the number of ones (module
-    docstring), each evaluated at the dataset that dominates it; the figure at ``delta`` is the largest of their ε,
-    each rounded up to the ε grid of :mod:`ldp.privacy.window_grid`. The binomials' windows leave out 10⁻¹⁰·δ
-    (at least 10⁻³⁰⁶; it lands at the top loss) and the composable law's grid spans all but 10⁻⁹·δ of each side,
-    enough for up to 1,000 windows composed at δ (more are still valid, on a coarser grid). Cached: one window's
-    figure and its composition share one search."""
+    """Every dataset of the n − 1 others covered by the fixed intervals over the number of ones
+    (:func:`~ldp.privacy.binary_intervals.interval_cuts`, module docstring), each evaluated at the dataset that
+    dominates it; the figure at ``delta`` is the largest of their ε, each rounded up to the ε grid of
+    :mod:`ldp.privacy.window_grid`. The binomials' windows leave out 10⁻¹⁰·δ (at least 10⁻³⁰⁶; it lands at the top
+    loss) and the composable law's grid spans all but 10⁻⁹·δ of each side, enough for up to 1,000 windows composed
+    at δ (more are still valid, on a coarser grid). Cached: one window's figure and its composition share one
+    search."""
     import numpy as np
 
     p = 1.0 / (1.0 + math.exp(-eps0))
@@ -384,32 +383,24 @@ def _fails(pr: BinaryPair, delta: float, eps: float) -> bool:
     return bool(pr.delta(eps) > delta)
 
 
-def interval_cuts(n: int) -> list[int]:
-    """The fixed intervals of the others' number of ones: ``[cuts[i], cuts[i+1] − 1]``, from
-    ``⌊k·(n + 1)/(2·_PARTS)⌋`` for k < ``_PARTS`` and ``⌊(n + 1)/2^j⌋`` for j >= 6 (the worst datasets hold
-nearly all one value) to ``⌊(n + 1)/2⌋`` (empty ones dropped). Every cut is
-    non-decreasing in n and grows by at most 1 from n to n + 1, so each interval's dominating dataset at n + 1 (its
-    first number of ones, and n + 1 − its end of zeros) holds at least as many of each value as at n: its δ is no
-    larger (a post-processing), and so is the figure."""
-    top = (n + 1) // 2
-    fine = {(n + 1) // 2**j for j in range(_PARTS.bit_length() + 1, 64)}  # 1/64, 1/128, …: the worst is near 0
-    return sorted({k * (n + 1) // (2 * _PARTS) for k in range(_PARTS)} | fine | {top})
-
-
 def binary_rr_epsilon(eps0: float, n: int, delta: float) -> tuple[float, float]:
     """The central ε at ``delta`` of n shuffled binary RR reports of ε₀, valid for every dataset (module docstring),
     and the exact ε of the worst real dataset found (a lower bound on any valid figure). δ is first rounded down to
     the grid of :func:`~ldp.privacy.window_grid.floor_delta`; beyond :func:`exact_max` users (10⁷ at δ >= 10⁻¹⁰,
-    fewer at smaller δ) the figure of that many users is returned (valid for more: more users' view is a
-    post-processing of fewer's), with its own lower value (then not a lower bound for n)."""
+    fewer at smaller δ) the same search reads each dataset's law at a few points
+    (:func:`ldp.privacy.binary_large.large_epsilon`)."""
     grid_delta = floor_delta(delta)
-    found = worst_case(float(eps0), min(n, exact_max(grid_delta, eps0)), grid_delta)
+    if n > exact_max(grid_delta, eps0):
+        from ldp.privacy.binary_large import large_epsilon
+
+        return large_epsilon(float(eps0), n, grid_delta)
+    found = worst_case(float(eps0), n, grid_delta)
     return found.epsilon, found.lower
 
 
 def exact_max(delta: float, eps0: float | None = None) -> int:
-    """The most users whose datasets are computed at (grid) ``delta`` (:data:`_CAPS`): 10⁷ down to 10⁴ at δ below
-    10⁻²⁰⁰ for ε₀ <= 1; more users get that many's figure (valid: more users' view is a post-processing of fewer's).
+    """The most users whose datasets' whole laws are computed at (grid) ``delta`` (:data:`_CAPS`): 10⁷ down to 10⁴ at
+    δ below 10⁻²⁰⁰ for ε₀ <= 1; more users' are read at a few points (:mod:`ldp.privacy.binary_large`).
     With ``eps0`` above 1 the cap grows as 1/(p(1 − p)), p = e^ε₀/(1 + e^ε₀): the search's work follows the others'
     count's variance n·p(1 − p) (its binomials' windows), about 0.9 s of CPU at the cap for every ε₀ measured
     (1, 2, 3, 5.9, 8 at δ = 10⁻⁸), so a larger ε₀ is computed exactly to more users (ε₀ = 5.9: 7.2·10⁸)."""

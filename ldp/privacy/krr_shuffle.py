@@ -320,15 +320,23 @@ def _compute(eps0: float, d: int, n: int, delta: float) -> KrrWorstCase:
 
 
 def _steps_of_u(blanket: _Blanket) -> Any:
-    """The bands of U: fixed steps of its standard deviation about its mean, then one down to each group's cut."""
+    """The bands of U: fixed steps of :data:`_BANDS` standard deviations about its mean, and wherever a band would
+    span more than a relative :data:`_SHRINK` (below the fixed steps, and the lowest fixed ones at small n, where
+    U's mean is a few steps), bands of that relative width from 1 up (π* at most ``1/(1 − _SHRINK)`` too high:
+    each band is read at its lowest U). U = 0 is a band alone (read at U = 0, π* = 1: a wider band would be read
+    there whole)."""
     import numpy as np
 
     mean_u = blanket.others * blanket.outside
     sd_u = math.sqrt(max(blanket.others * blanket.outside * (1 - blanket.outside), 1.0))
     step = max(1, int(_BANDS * sd_u))  # at small n, one band per value of U
-    steps = [int(mean_u) + k * step for k in range(-_STEPS, _STEPS + 1)]
-    while steps[0] > 1:  # below: bands of relative width _SHRINK, down to 1 (π* at most 1/(1 − _SHRINK) too high)
-        steps.insert(0, min(steps[0] - 1, int(steps[0] * (1.0 - _SHRINK))))
+    fixed = sorted({s for s in (int(mean_u) + k * step for k in range(-_STEPS, _STEPS + 1)) if s >= 1} | {1})
+    steps = []
+    for low, high in zip(fixed, fixed[1:] + [fixed[-1] + 1], strict=True):
+        u = low
+        while u < high:
+            steps.append(u)
+            u = max(u + 1, int(u / (1.0 - _SHRINK)))
     return np.array(steps)
 
 

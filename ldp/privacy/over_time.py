@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ldp.extras import available
+from ldp.privacy.binary_large_law import window_law
 from ldp.privacy.binary_shuffle import exact_max, worst_case
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.krr_shuffle import krr_worst_case
@@ -57,7 +58,8 @@ REPORTS = "k reports, each shuffled among n/k (composed)"
 _LAW_MAX = 10**7
 """The most users binary RR's worst-case law is searched for over windows at ε₀ <= 1 (up to about 3 s of CPU at
 δ = 10⁻²⁰⁰; one window's own figure stops sooner, :func:`ldp.privacy.binary_shuffle.exact_max`), more at larger ε₀
-in the proportion of that function's caps (the work follows n·p(1 − p)); beyond, the clone pairs'."""
+in the proportion of that function's caps (the work follows n·p(1 − p)); beyond, the law of
+:func:`ldp.privacy.binary_large_law.window_law` (each dataset's law read at a few points)."""
 _PLD_MAX = 50.0
 """The largest local ε of a window not amplified that goes into the PLD; larger ones are added by basic composition
 (valid; at such ε nothing is gained by composing them optimally)."""
@@ -274,8 +276,10 @@ def _report_laws(release: WindowRelease, delta: float, windows: int) -> list[Los
         laws.append(LossLaw.of(*pair_losses(structure, n, tail)))
     if s is not None and s.binary and s.epsilon_pair <= _BINARY_MAX and delta >= 1e-300 \
             and n <= _LAW_MAX * exact_max(1.0, s.epsilon_pair) // exact_max(1.0):
-        found = worst_case(s.epsilon_pair, n, delta)  # beyond, the clone pairs
+        found = worst_case(s.epsilon_pair, n, delta)
         laws += [LossLaw.of(*found.losses()), LossLaw.of(*found.hull_losses())]  # each valid; the tighter is kept
+    elif s is not None and s.binary and s.epsilon_pair <= _BINARY_MAX and delta >= 1e-300:  # beyond: read at points
+        laws.append(LossLaw.of(*window_law(s.epsilon_pair, n, delta, tail)))
     d = s.values if s is not None else None
     blanket = krr_worst_case(s.epsilon_pair, d, n, delta) if s is not None and d is not None and d >= 3 else None
     if blanket is not None:

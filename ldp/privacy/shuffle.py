@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ldp.extras import available
-from ldp.privacy.binary_shuffle import BINARY, binary_rr_epsilon, exact_max
+from ldp.privacy.binary_shuffle import BINARY, binary_rr_epsilon
 from ldp.privacy.clone_bound import Clones, FastClones, delta_bound, delta_bound_at, fast_delta_bound
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.krr_shuffle import KRR, krr_epsilon
@@ -213,9 +213,6 @@ def canonical_n(n: int) -> int:
     return int(n // unit * unit)
 
 
-_BINARY_REACH = 10
-"""Binary RR's exact search answers up to this many times its cap of users (:func:`~ldp.privacy.binary_shuffle.
-exact_max`); beyond, the clone bounds do (they are below the cap's figure there, so the figure stays monotone)."""
 _KRR_MIN = 100
 """k-RR's blanket (:mod:`ldp.privacy.krr_shuffle`) answers from this many users (below, its bands are too coarse to
 be monotone in n; the clone bounds answer)."""
@@ -262,9 +259,7 @@ def shuffled_epsilon(eps0: float, n: int, delta: float, structure: ShuffleStruct
     if own and structure is not None:
         found.append(_search(eps0, users, grid_delta, structure, None))
     if binary and structure is not None and structure.binary and structure.epsilon_pair <= _BINARY_MAX \
-            and available("numpy", "scipy") and n <= _BINARY_REACH * exact_max(grid_delta, structure.epsilon_pair):
-        # without the server extra, the clone bound alone; past ten times the search's cap, its figure (that of the
-        # cap's users, about √10 times the exact one at n) is far above the k-RR clone bound (1.23-1.45 times it)
+            and available("numpy", "scipy"):  # without the server extra, the clone bound alone
         found.append((binary_rr_epsilon(structure.epsilon_pair, n, delta)[0], BINARY))
     d = structure.values if structure is not None else None
     if binary and d is not None and d >= 3 and n >= _KRR_MIN and available("numpy", "scipy"):

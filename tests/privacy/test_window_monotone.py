@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from ldp.encoders.randomized_response import GRRParams
 from ldp.errors import RefusalValueError
-from ldp.privacy.binary_shuffle import interval_cuts
+from ldp.privacy.binary_intervals import interval_cuts
 from ldp.privacy.shuffle import ShuffleStructure, canonical_n, geometric_n, shuffled_epsilon
 from ldp.privacy.window_grid import eps_at, eps_index, floor_delta
 
