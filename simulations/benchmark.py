@@ -818,6 +818,7 @@ def _register_protocol_sections() -> None:
     import bench_shuffler_lines
     import bench_sketch
     import bench_startup
+    import bench_string_discovery
     import bench_trust
     import bench_two_aggregators
     import bench_typescript
@@ -832,6 +833,7 @@ def _register_protocol_sections() -> None:
     bench_sketch.register(sys.modules[__name__])
     bench_sfp.register(sys.modules[__name__])
     bench_pem.register(sys.modules[__name__])
+    bench_string_discovery.register(sys.modules[__name__])
     bench_association.register(sys.modules[__name__])
     bench_rappor_ngrams.register(sys.modules[__name__])
     bench_numeric.register(sys.modules[__name__])

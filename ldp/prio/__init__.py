@@ -149,6 +149,10 @@ cargo build cached) and installs that wheel wherever tests/prio runs.
   step; each call pays cffi's marshalling, and nothing is gained since the only consumer is Python.
 
 The binding's speed against the crate's own API is measured by ``simulations/bench_prio.py``.
+
+**Poplar1** (heavy hitters: strings nobody listed in advance, VDAF draft 18 §8, the same crate's): its classes are
+here too (``Poplar1``, ``Poplar1AggregationParam``, its states and shares); its helpers and documentation are in
+:mod:`ldp.prio.poplar1`.
 """
 
 from __future__ import annotations
@@ -161,13 +165,15 @@ __all__ = ["Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "VerifySta
            "PrioError", "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "VDAF_DRAFTS", "PRIO_VERSIONS",
            "available", "require", "HpkeConfig", "HpkeKeypair", "DapReport", "encode_hpke_config_list",
            "decode_hpke_config_list", "seal_report", "open_input_share", "hpke_seal", "hpke_open", "batch_threads",
-           "set_batch_threads", "open_input_shares", "HttpFront", "FrontRequest"]
+           "set_batch_threads", "open_input_shares", "HttpFront", "FrontRequest", "poplar1", "Poplar1",
+           "Poplar1AggregationParam", "Poplar1VerifyState", "Poplar1OutputShare", "Poplar1AggregateShare"]
 
 _NATIVE = ("Prio3Count", "Prio3Sum", "Prio3SumVec", "Prio3Histogram", "VerifyState", "OutputShare", "AggregateShare",
            "VERIFY_KEY_SIZE", "NONCE_SIZE", "PRIO_VERSION", "VDAF_DRAFT", "VDAF_DRAFTS", "PRIO_VERSIONS", "HpkeConfig",
            "HpkeKeypair", "DapReport", "encode_hpke_config_list", "decode_hpke_config_list", "seal_report",
            "open_input_share", "hpke_seal", "hpke_open", "batch_threads", "set_batch_threads",
-           "open_input_shares", "HttpFront", "FrontRequest")
+           "open_input_shares", "HttpFront", "FrontRequest", "Poplar1", "Poplar1AggregationParam",
+           "Poplar1VerifyState", "Poplar1OutputShare", "Poplar1AggregateShare")
 
 _why_missing: str | None = None
 
@@ -186,6 +192,11 @@ if TYPE_CHECKING:
         HpkeKeypair,
         HttpFront,
         OutputShare,
+        Poplar1,
+        Poplar1AggregateShare,
+        Poplar1AggregationParam,
+        Poplar1OutputShare,
+        Poplar1VerifyState,
         Prio3Count,
         Prio3Histogram,
         Prio3Sum,
@@ -217,6 +228,11 @@ else:
             HpkeKeypair,
             HttpFront,
             OutputShare,
+            Poplar1,
+            Poplar1AggregateShare,
+            Poplar1AggregationParam,
+            Poplar1OutputShare,
+            Poplar1VerifyState,
             Prio3Count,
             Prio3Histogram,
             Prio3Sum,

@@ -19,6 +19,11 @@ from ldp_prio import (
     HpkeKeypair,
     HttpFront,
     OutputShare,
+    Poplar1,
+    Poplar1AggregateShare,
+    Poplar1AggregationParam,
+    Poplar1OutputShare,
+    Poplar1VerifyState,
     Prio3Count,
     Prio3Histogram,
     Prio3Sum,
@@ -39,4 +44,5 @@ __all__ = ["NONCE_SIZE", "PRIO_VERSION", "PRIO_VERSIONS", "VDAF_DRAFT", "VDAF_DR
            "AggregateShare", "DapReport", "HpkeConfig", "HpkeKeypair", "OutputShare", "Prio3Count", "Prio3Histogram",
            "Prio3Sum", "Prio3SumVec", "VerifyState", "decode_hpke_config_list", "encode_hpke_config_list", "hpke_open",
            "hpke_seal", "open_input_share", "seal_report", "batch_threads", "set_batch_threads", "open_input_shares",
-           "HttpFront", "FrontRequest"]
+           "HttpFront", "FrontRequest", "Poplar1", "Poplar1AggregationParam", "Poplar1VerifyState",
+           "Poplar1OutputShare", "Poplar1AggregateShare"]

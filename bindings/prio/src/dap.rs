@@ -260,8 +260,8 @@ pub fn decode_hpke_config_list<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bo
     PyList::new(py, list.0.into_iter().map(|inner| HpkeConfig { inner }))
 }
 
-/// The shares of `measurement` by any of the four Prio3 classes, with the report ID as the nonce: `(report ID,
-/// public share, input shares)`.
+/// The shares of `measurement` by any of the four Prio3 classes or Poplar1, with the report ID as the nonce:
+/// `(report ID, public share, input shares)`.
 fn shard_any(
     py: Python<'_>,
     vdaf: &Bound<'_, PyAny>,
@@ -284,8 +284,13 @@ fn shard_any(
         )*};
     }
     try_class!(Prio3Count, Prio3Sum, Prio3SumVec, Prio3Histogram);
+    if let Ok(v) = vdaf.cast::<crate::poplar1::Poplar1>() {
+        return crate::poplar1::shard_bytes(py, v.get(), measurement, nonce, rand);
+    }
     let kind = vdaf.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-    Err(PyTypeError::new_err(format!("vdaf must be a Prio3Count, Prio3Sum, Prio3SumVec or Prio3Histogram, got {kind}")))
+    Err(PyTypeError::new_err(format!(
+        "vdaf must be a Prio3Count, Prio3Sum, Prio3SumVec, Prio3Histogram or Poplar1, got {kind}"
+    )))
 }
 
 /// A DAP-09 report of `measurement` (the simulated client's path): sharded by `vdaf` with the report ID as the

@@ -26,6 +26,11 @@
 //! `hpke_seal`, `hpke_open`) are the native client's (`ldp_client::dap`, a path dependency on `clients/rust`), so
 //! that devices and aggregators share one implementation of the upload encoding and the sealing.
 //!
+//! Poplar1 (VDAF draft 18 §8: heavy hitters, the crate's `experimental` feature) is `poplar1.rs` (the class
+//! `Poplar1`: sharding through the native client's `ldp_client::poplar1`, every aggregator and collector step the
+//! crate's) and `poplar1_shares.rs` (the aggregation parameter, the states and shares it makes); `ldp.prio.poplar1`
+//! is its Python face.
+//!
 //! Without the `python` feature (`cargo run --release --no-default-features --example bench_raw`) the crate is
 //! empty: the raw benchmark times the `prio` crate alone.
 #![cfg(feature = "python")]
@@ -44,6 +49,8 @@ mod lengths;
 mod opens;
 mod parallel;
 mod params;
+mod poplar1;
+mod poplar1_shares;
 mod shares;
 mod spec;
 mod vdaf;
@@ -67,6 +74,11 @@ fn ldp_prio(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dap::DapReport>()?;
     m.add_class::<front::HttpFront>()?;
     m.add_class::<front_request::FrontRequest>()?;
+    m.add_class::<poplar1::Poplar1>()?;
+    m.add_class::<poplar1_shares::AggParam>()?;
+    m.add_class::<poplar1_shares::VerifyState>()?;
+    m.add_class::<poplar1_shares::OutputShare>()?;
+    m.add_class::<poplar1_shares::AggregateShare>()?;
     m.add_function(wrap_pyfunction!(dap::encode_hpke_config_list, m)?)?;
     m.add_function(wrap_pyfunction!(dap::decode_hpke_config_list, m)?)?;
     m.add_function(wrap_pyfunction!(dap::seal_report, m)?)?;

@@ -13,7 +13,8 @@
  * -lrt -lpthread -lm -ldl -lc). Functions under LDP_CLIENT_UPLOADER exist only in a library built with the cargo
  * feature "uploader"; define LDP_CLIENT_UPLOADER before including this header to declare them. Likewise the Prio3
  * sharding of the two-aggregator mode (ldp_prio3_*) exists only with the cargo feature "prio": define
- * LDP_CLIENT_PRIO to declare it.
+ * LDP_CLIENT_PRIO to declare it; and Poplar1's (ldp_poplar1_*) only with the feature "poplar1": define
+ * LDP_CLIENT_POPLAR1 (and LDP_CLIENT_PRIO, for the LdpDapReport its reports are).
  *
  * Errors: every function that can fail returns an LdpStatus (LDP_OK is 0). After a status that is not LDP_OK,
  * ldp_last_error_message, _type, _code and _fields describe that failure; they are the calling thread's and are
@@ -80,6 +81,20 @@
  * VDAF draft 18 (`draft-irtf-cfrg-vdaf-18`, the prio crate 0.18.1): what the constructors without `_draft` make.
  */
 #define LDP_VDAF_DRAFT_18 18
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * Bytes of sharding randomness one Poplar1 report takes (`ldp_poplar1_shard_with_random`'s `rand_len`).
+ */
+#define LDP_POPLAR1_RAND_LEN 128
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * The longest Poplar1 measurement, in bits (32-byte strings).
+ */
+#define LDP_POPLAR1_MAX_BITS 256
 #endif
 
 /**
@@ -191,6 +206,22 @@ typedef struct LdpDapTask LdpDapTask;
  * The encoder of one metric of a spec, with no ledger.
  */
 typedef struct LdpEncoder LdpEncoder;
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * The client side of one Poplar1 task (feature `poplar1`): the bit length of the measurements and the application
+ * context string, for the leader and the helper. It keeps no state between calls.
+ */
+typedef struct LdpPoplar1 LdpPoplar1;
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * One sharded Poplar1 measurement (feature `poplar1`): the nonce and the public share, for both aggregators, and
+ * one input share per aggregator, each for that aggregator only.
+ */
+typedef struct LdpPoplar1Shares LdpPoplar1Shares;
+#endif
 
 /**
  * A checked value, ready to be charged and randomized.
@@ -1301,6 +1332,194 @@ uint32_t ldp_prio3_draft(const struct LdpPrio3 *prio3);
  * `prio3` is null or a live handle.
  */
 size_t ldp_prio3_verify_key_len(const struct LdpPrio3 *prio3);
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * A Poplar1 client (VDAF draft 18) of `bits`-bit measurements (1 to `LDP_POPLAR1_MAX_BITS`) and the application
+ * context `ctx` (`ctx_len` bytes, at most 65,527; null with 0 is the empty context), into `*out` (free it with
+ * `ldp_poplar1_free`). A `bits` out of range is `LDP_VALUE_ERROR` (`param_range`).
+ *
+ * # Safety
+ * `ctx` points to `ctx_len` readable bytes (or is null with 0); `out` is a valid pointer.
+ */
+enum LdpStatus ldp_poplar1_new(size_t bits, const uint8_t *ctx, size_t ctx_len, struct LdpPoplar1 **out);
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * Bytes of a packed measurement of `poplar1`: `ceil(bits / 8)`; 0 for a null handle or one of another kind.
+ *
+ * # Safety
+ * `poplar1` is null or a live handle.
+ */
+size_t ldp_poplar1_measurement_len(const struct LdpPoplar1 *poplar1);
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * Shards a measurement (`len` = `ldp_poplar1_measurement_len` packed bytes) with a fresh nonce and fresh
+ * randomness from the OS generator into `*out` (free it with `ldp_poplar1_shares_free`). Refused
+ * (`LDP_VALUE_ERROR`): another length, a spare bit of the last byte set.
+ *
+ * Send the nonce and the public share to both aggregators, input share 0 to the leader only and input share 1 to
+ * the helper only, each encrypted to its aggregator (`ldp_poplar1_dap_report` does it as DAP-09 does).
+ *
+ * # Safety
+ * `poplar1` is a live handle; `measurement` points to `len` readable bytes; `out` is a valid pointer.
+ */
+enum LdpStatus ldp_poplar1_shard(const struct LdpPoplar1 *poplar1,
+                                 const uint8_t *measurement,
+                                 size_t len,
+                                 struct LdpPoplar1Shares **out);
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * `ldp_poplar1_shard` with the caller's nonce (`nonce_len` = 16 bytes) and sharding randomness (`rand_len` =
+ * `LDP_POPLAR1_RAND_LEN` bytes, in the order of the draft's test vectors): the same inputs always give the same
+ * shares. **For tests and the VDAF's test vectors only**: a nonce or randomness used twice, or not from a
+ * cryptographic generator, breaks the measurement's privacy. Other lengths are `LDP_VALUE_ERROR`.
+ *
+ * # Safety
+ * As `ldp_poplar1_shard`; `nonce` and `rand` point to their lengths of readable bytes.
+ */
+enum LdpStatus ldp_poplar1_shard_with_random(const struct LdpPoplar1 *poplar1,
+                                             const uint8_t *measurement,
+                                             size_t len,
+                                             const uint8_t *nonce,
+                                             size_t nonce_len,
+                                             const uint8_t *rand,
+                                             size_t rand_len,
+                                             struct LdpPoplar1Shares **out);
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * The report's nonce: `*nonce` points to 16 bytes inside `shares` (valid until it is freed). Public.
+ *
+ * # Safety
+ * `shares` is a live handle; `nonce` is a valid pointer.
+ */
+enum LdpStatus ldp_poplar1_shares_nonce(const struct LdpPoplar1Shares *shares, const uint8_t **nonce);
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * The public share: `*bytes` points to `*len` bytes inside `shares` (valid until it is freed). Send it to both
+ * aggregators.
+ *
+ * # Safety
+ * `shares` is a live handle; `bytes` and `len` are valid pointers.
+ */
+enum LdpStatus ldp_poplar1_shares_public_share(const struct LdpPoplar1Shares *shares,
+                                               const uint8_t **bytes,
+                                               size_t *len);
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * The input share of aggregator `aggregator` (0: the leader, 1: the helper): `*bytes` points to `*len` bytes inside
+ * `shares` (valid until it is freed). Send it to that aggregator only, encrypted to it. Another `aggregator` is
+ * `LDP_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `shares` is a live handle; `bytes` and `len` are valid pointers.
+ */
+enum LdpStatus ldp_poplar1_shares_input_share(const struct LdpPoplar1Shares *shares,
+                                              size_t aggregator,
+                                              const uint8_t **bytes,
+                                              size_t *len);
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * The DAP-09 report of a Poplar1 measurement (packed, as `ldp_poplar1_shard` takes it) for the task `task_id`
+ * (32 bytes) made at `time` (rounded down to a multiple of `time_precision`, at least 1), its input shares sealed
+ * to the leader's and the helper's `HpkeConfig` (DAP's encoding), into `*out` (an `LdpDapReport`: read it with
+ * `ldp_dap_report_bytes` and `ldp_dap_report_id`, free it with `ldp_dap_report_free`). The report ID (the nonce),
+ * the sharding randomness and each seal's ephemeral key come from the OS generator. Refused as `ldp_poplar1_shard`
+ * refuses the measurement and as `ldp_dap_report` refuses the task ID, the configs and the time precision.
+ *
+ * # Safety
+ * `poplar1` is a live handle; `measurement`, `task_id`, `leader_config` and `helper_config` point to their lengths
+ * of readable bytes; `out` is a valid pointer.
+ */
+enum LdpStatus ldp_poplar1_dap_report(const struct LdpPoplar1 *poplar1,
+                                      const uint8_t *measurement,
+                                      size_t len,
+                                      const uint8_t *task_id,
+                                      size_t task_id_len,
+                                      uint64_t time,
+                                      uint64_t time_precision,
+                                      const uint8_t *leader_config,
+                                      size_t leader_config_len,
+                                      const uint8_t *helper_config,
+                                      size_t helper_config_len,
+                                      struct LdpDapReport **out);
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * Bytes of randomness `ldp_poplar1_dap_report_with_random` takes for a report sealed to these configs, into
+ * `*out`: `LDP_POPLAR1_RAND_LEN`, then the leader's and the helper's HPKE ephemeral key material.
+ *
+ * # Safety
+ * As `ldp_poplar1_dap_report`; `out` is a valid pointer.
+ */
+enum LdpStatus ldp_poplar1_dap_report_rand_len(const struct LdpPoplar1 *poplar1,
+                                               const uint8_t *leader_config,
+                                               size_t leader_config_len,
+                                               const uint8_t *helper_config,
+                                               size_t helper_config_len,
+                                               size_t *out);
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * `ldp_poplar1_dap_report` with the caller's report ID (16 bytes) and randomness
+ * (`ldp_poplar1_dap_report_rand_len` bytes): the same inputs always give the same bytes. **For tests only**.
+ * Other lengths are `LDP_VALUE_ERROR`.
+ *
+ * # Safety
+ * As `ldp_poplar1_dap_report`; `report_id` and `rand` point to their lengths of readable bytes.
+ */
+enum LdpStatus ldp_poplar1_dap_report_with_random(const struct LdpPoplar1 *poplar1,
+                                                  const uint8_t *measurement,
+                                                  size_t len,
+                                                  const uint8_t *task_id,
+                                                  size_t task_id_len,
+                                                  uint64_t time,
+                                                  uint64_t time_precision,
+                                                  const uint8_t *leader_config,
+                                                  size_t leader_config_len,
+                                                  const uint8_t *helper_config,
+                                                  size_t helper_config_len,
+                                                  const uint8_t *report_id,
+                                                  size_t report_id_len,
+                                                  const uint8_t *rand,
+                                                  size_t rand_len,
+                                                  struct LdpDapReport **out);
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * Frees Poplar1 shares (null, or a handle of another kind, is ignored).
+ *
+ * # Safety
+ * `shares` is null or a handle not freed before.
+ */
+void ldp_poplar1_shares_free(struct LdpPoplar1Shares *shares);
+#endif
+
+#if defined(LDP_CLIENT_POPLAR1)
+/**
+ * Frees a Poplar1 client (null, or a handle of another kind, is ignored).
+ *
+ * # Safety
+ * `poplar1` is null or a handle not freed before.
+ */
+void ldp_poplar1_free(struct LdpPoplar1 *poplar1);
 #endif
 
 #ifdef __cplusplus

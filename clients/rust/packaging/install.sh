@@ -26,7 +26,8 @@
 # against the prefix run without LD_LIBRARY_PATH. --destdir stages the files under DIR (paths inside them stay
 # those of PREFIX), as packagers do. With --features uploader the header's LDP_CLIENT_UPLOADER functions are
 # declared for consumers (-DLDP_CLIENT_UPLOADER in the .pc files and on the CMake targets), with --features prio
-# the Prio3 sharding's (LDP_CLIENT_PRIO); --features uploader,prio both.
+# the Prio3 sharding's (LDP_CLIENT_PRIO); --features uploader,prio both; --features poplar1 Poplar1's
+# (LDP_CLIENT_POPLAR1) and Prio3's (its reports are LdpDapReports).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -106,8 +107,10 @@ case "$libdir" in
 esac
 cflags=""
 definitions=""
-for feature in uploader:LDP_CLIENT_UPLOADER prio:LDP_CLIENT_PRIO; do
-    case ",$(echo "$features" | tr ' ' ','),"  in
+given=",$(echo "$features" | tr ' ' ','),"
+case "$given" in *,poplar1,*) given="$given,prio," ;; esac  # the feature poplar1 turns prio on: both declared
+for feature in uploader:LDP_CLIENT_UPLOADER prio:LDP_CLIENT_PRIO poplar1:LDP_CLIENT_POPLAR1; do
+    case "$given" in
         *,"${feature%%:*}",*) cflags="$cflags -D${feature#*:}"; definitions="${definitions:+$definitions;}${feature#*:}" ;;
     esac
 done

@@ -48,6 +48,8 @@ mod codec;
 mod hpke;
 mod input_share;
 mod messages;
+#[cfg(feature = "poplar1")]
+mod poplar1_builder;
 mod task_file;
 
 use std::fmt;
@@ -60,6 +62,8 @@ pub use self::hpke::{
 };
 pub use self::input_share::{input_share_aad, input_share_info, open_input_share, seal_input_shares};
 pub use self::messages::{Extension, PlaintextInputShare, Report, ReportMetadata};
+#[cfg(feature = "poplar1")]
+pub use self::poplar1_builder::Poplar1ReportBuilder;
 pub use self::task_file::{TaskFile, TASK_FORMAT};
 use crate::prio3::NONCE_LEN;
 

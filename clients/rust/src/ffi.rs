@@ -16,15 +16,16 @@
 //! `LDP_INVALID_ARGUMENT` too, and a `_free` function ignores it.
 //!
 //! Threads: an `LdpClient` may be used from any number of threads at once (its calls serialize on the store's
-//! lock), and so may an `LdpPrio3`, `LdpPrio3Shares` and `LdpDapReport` (they never change); an `LdpEncoder`,
-//! `LdpRandom` or `LdpRequest` by one thread at a time.
+//! lock), and so may an `LdpPrio3`, `LdpPrio3Shares`, `LdpPoplar1`, `LdpPoplar1Shares` and `LdpDapReport` (they
+//! never change); an `LdpEncoder`, `LdpRandom` or `LdpRequest` by one thread at a time.
 //!
 //! Layout: this file holds the status, the limits and the version; a module per idea holds the rest, in the
 //! header's order: the last error and the guard every call runs in (`last_error`), arguments and results across the
 //! boundary (`marshal`), tagged handles (`handles`), then specs, random sources, encoders, clients, requests for the
 //! app's own HTTP stack, the blocking uploader and its log callback (feature `uploader`). The Prio3 sharding of the
 //! two-aggregator mode (feature `prio`, `ldp_prio3_*`) is in `src/ffi/sharding.rs` (its clients of a given VDAF
-//! draft in `src/ffi/sharding_drafts.rs`), its DAP-09 reports (`ldp_dap_*`) in `src/ffi/dap_report.rs`.
+//! draft in `src/ffi/sharding_drafts.rs`), its DAP-09 reports (`ldp_dap_*`) in `src/ffi/dap_report.rs`; Poplar1's
+//! sharding and reports (feature `poplar1`, `ldp_poplar1_*`) in `src/ffi/poplar1_sharding.rs`.
 
 #![allow(unsafe_code)]
 
@@ -155,3 +156,9 @@ pub use sharding::*;
 mod sharding_drafts;
 #[cfg(feature = "prio")]
 pub use sharding_drafts::*;
+
+// Poplar1 sharding for heavy hitters over two aggregators, and its DAP-09 reports (feature `poplar1`).
+#[cfg(feature = "poplar1")]
+mod poplar1_sharding;
+#[cfg(feature = "poplar1")]
+pub use poplar1_sharding::*;

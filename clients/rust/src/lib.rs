@@ -25,6 +25,8 @@ pub mod ffi;
 pub mod json;
 pub mod ledger;
 pub mod params;
+#[cfg(feature = "poplar1")]
+pub mod poplar1;
 #[cfg(feature = "prio")]
 pub mod prio3;
 pub mod protocols;

@@ -199,7 +199,8 @@ fn header_compiles_as_cpp_and_as_a_clang_module() {
              return static_cast<int>(s) + static_cast<int>(a) + (ldp_version() == nullptr); }\n",
         )
         .unwrap();
-        for defines in [&[][..], &["-DLDP_CLIENT_UPLOADER"], &["-DLDP_CLIENT_UPLOADER", "-DLDP_CLIENT_PRIO"]] {
+        let all = ["-DLDP_CLIENT_UPLOADER", "-DLDP_CLIENT_PRIO", "-DLDP_CLIENT_POPLAR1"];
+        for defines in [&[][..], &all[..1], &all[..2], &all[..]] {
             let mut cmd = Command::new(&cxx);
             cmd.args(["-std=c++11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fsyntax-only", "-I"])
                 .arg(root.join("include"))

@@ -60,6 +60,22 @@ unsafe fn builder(
     helper_config_len: usize,
 ) -> Result<ReportBuilder> {
     let client = handle(prio3, "prio3")?.0.clone();
+    let (task_id, leader, helper) =
+        task_and_configs(task_id, task_id_len, leader_config, leader_config_len, helper_config, helper_config_len)?;
+    ReportBuilder::new(client, task_id, leader, helper)?.with_time_precision(time_precision)
+}
+
+/// The task ID and the leader's and the helper's configs of a call (DAP's encodings), read; shared with the
+/// Poplar1 reports (`poplar1_sharding.rs`).
+#[cfg(feature = "prio")]
+pub(super) unsafe fn task_and_configs(
+    task_id: *const u8,
+    task_id_len: usize,
+    leader_config: *const u8,
+    leader_config_len: usize,
+    helper_config: *const u8,
+    helper_config_len: usize,
+) -> Result<([u8; TASK_ID_LEN], HpkeConfig, HpkeConfig)> {
     let task_id: [u8; TASK_ID_LEN] = c_bytes(task_id, task_id_len, "task_id")?
         .try_into()
         .map_err(|_| Error::value(format!("a task ID is {TASK_ID_LEN} bytes, got {task_id_len}")))?;
@@ -68,7 +84,15 @@ unsafe fn builder(
     };
     let leader = config(leader_config, leader_config_len, "leader_config")?;
     let helper = config(helper_config, helper_config_len, "helper_config")?;
-    ReportBuilder::new(client, task_id, leader, helper)?.with_time_precision(time_precision)
+    Ok((task_id, leader, helper))
+}
+
+/// A report ID argument (`LDP_DAP_REPORT_ID_LEN` bytes).
+#[cfg(feature = "prio")]
+pub(super) unsafe fn report_id<'a>(report_id: *const u8, report_id_len: usize) -> Result<&'a [u8; REPORT_ID_LEN]> {
+    c_bytes(report_id, report_id_len, "report_id")?
+        .try_into()
+        .map_err(|_| Error::value(format!("a report ID is {REPORT_ID_LEN} bytes, got {report_id_len}")))
 }
 
 #[cfg(feature = "prio")]
@@ -204,9 +228,7 @@ pub unsafe extern "C" fn ldp_dap_report_with_random(
             helper_config,
             helper_config_len,
         )?;
-        let report_id: &[u8; REPORT_ID_LEN] = c_bytes(report_id, report_id_len, "report_id")?
-            .try_into()
-            .map_err(|_| Error::value(format!("a report ID is {REPORT_ID_LEN} bytes, got {report_id_len}")))?;
+        let report_id = self::report_id(report_id, report_id_len)?;
         let rand = c_bytes(rand, rand_len, "rand")?;
         let m = self::measurement(b.client(), measurement, len)?;
         *o = new_report(&b.build_with_random(&m, time, report_id, rand)?)?;

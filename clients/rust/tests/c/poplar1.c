@@ -1,0 +1,179 @@
+/* Poplar1 sharding and its DAP-09 reports through the C interface (feature "poplar1"), driven by
+ * tests/c_poplar1.rs.
+ *
+ *   poplar1 CASES    replays a case file, one record a line, fields separated by tabs:
+ *       client BITS CTX_HEX         a new LdpPoplar1; prints "client\tok\t<measurement_len>" or a refusal
+ *       shard M_HEX NONCE_HEX RAND_HEX   ldp_poplar1_shard_with_random of the last client, M the packed measurement
+ *                                   ("-" for none); prints "shares\t<nonce>\t<public share>\t<leader share>\t
+ *                                   <helper share>" in hex, or a refusal
+ *       report M_HEX TASK_HEX TIME PRECISION LEADER_HEX HELPER_HEX REPORT_ID_HEX RAND_HEX
+ *                                   ldp_poplar1_dap_report_with_random of the last client (the configs in DAP's
+ *                                   encoding); prints "report\t<report id>\t<report>" in hex, or a refusal
+ *       rand_len LEADER_HEX HELPER_HEX   ldp_poplar1_dap_report_rand_len: "rand_len\t<n>" or a refusal
+ *     a refusal is "refused\t<status>\t<type>\t<code>\t<fields>\t<message>", as tests/c/prio3.c prints it.
+ *   poplar1 --selftest  the boundary: null pointers, handles of the wrong kind, bad lengths, sharding from the OS
+ *                    generator; prints "selftest: N passed, M failed".
+ *
+ * Built with -DLDP_CLIENT_PRIO -DLDP_CLIENT_POPLAR1 (and -Wno-unused-function: prio3_io.h's helpers for Prio3 are
+ * not all used here). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ldp_client.h"
+#include "prio3_io.h"
+
+static void print_poplar1_shares(const LdpPoplar1Shares *shares) {
+    const uint8_t *bytes = NULL;
+    size_t len = 0, i;
+    if (ldp_poplar1_shares_nonce(shares, &bytes) != LDP_OK) abort();
+    printf("shares\t");
+    print_hex(bytes, 16);
+    if (ldp_poplar1_shares_public_share(shares, &bytes, &len) != LDP_OK) abort();
+    putchar('\t');
+    print_hex(bytes, len);
+    for (i = 0; i < 2; i++) {
+        if (ldp_poplar1_shares_input_share(shares, i, &bytes, &len) != LDP_OK) abort();
+        putchar('\t');
+        print_hex(bytes, len);
+    }
+    putchar('\n');
+}
+
+static void shard_record(const LdpPoplar1 *client, char **fields) {
+    size_t m_len, nonce_len, rand_len;
+    uint8_t *m = parse_hex(fields[1], &m_len), *nonce = parse_hex(fields[2], &nonce_len);
+    uint8_t *rand = parse_hex(fields[3], &rand_len);
+    LdpPoplar1Shares *shares = NULL;
+    LdpStatus s = ldp_poplar1_shard_with_random(client, m, m_len, nonce, nonce_len, rand, rand_len, &shares);
+    if (s == LDP_OK) print_poplar1_shares(shares);
+    else print_refusal(s);
+    ldp_poplar1_shares_free(shares);
+    free(m);
+    free(nonce);
+    free(rand);
+}
+
+static void report_record(const LdpPoplar1 *client, char **fields) {
+    size_t m_len, task_len, leader_len, helper_len, id_len, rand_len;
+    uint8_t *m = parse_hex(fields[1], &m_len), *task = parse_hex(fields[2], &task_len);
+    uint8_t *leader = parse_hex(fields[5], &leader_len), *helper = parse_hex(fields[6], &helper_len);
+    uint8_t *id = parse_hex(fields[7], &id_len), *rand = parse_hex(fields[8], &rand_len);
+    uint64_t time = strtoull(fields[3], NULL, 10), precision = strtoull(fields[4], NULL, 10);
+    LdpDapReport *report = NULL;
+    LdpStatus s = ldp_poplar1_dap_report_with_random(client, m, m_len, task, task_len, time, precision, leader,
+                                                     leader_len, helper, helper_len, id, id_len, rand, rand_len,
+                                                     &report);
+    if (s == LDP_OK) print_report(report);
+    else print_refusal(s);
+    ldp_dap_report_free(report);
+    free(m);
+    free(task);
+    free(leader);
+    free(helper);
+    free(id);
+    free(rand);
+}
+
+static void rand_len_record(const LdpPoplar1 *client, char **fields) {
+    size_t leader_len, helper_len, n = 0;
+    uint8_t *leader = parse_hex(fields[1], &leader_len), *helper = parse_hex(fields[2], &helper_len);
+    LdpStatus s = ldp_poplar1_dap_report_rand_len(client, leader, leader_len, helper, helper_len, &n);
+    if (s == LDP_OK) printf("rand_len\t%lu\n", (unsigned long)n);
+    else print_refusal(s);
+    free(leader);
+    free(helper);
+}
+
+static int replay(const char *path) {
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    LdpPoplar1 *client = NULL;
+    if (f == NULL) {
+        perror(path);
+        return 2;
+    }
+    while (getline(&line, &cap, f) > 0) {
+        char *fields[10];
+        int n = split(line, fields, 10);
+        if (strcmp(fields[0], "client") == 0 && n == 3) {
+            size_t ctx_len;
+            uint8_t *ctx = parse_hex(fields[2], &ctx_len);
+            LdpStatus s;
+            ldp_poplar1_free(client);
+            client = NULL;
+            s = ldp_poplar1_new((size_t)strtoull(fields[1], NULL, 10), ctx, ctx_len, &client);
+            if (s == LDP_OK) printf("client\tok\t%lu\n", (unsigned long)ldp_poplar1_measurement_len(client));
+            else print_refusal(s);
+            free(ctx);
+        } else if (strcmp(fields[0], "shard") == 0 && n == 4) {
+            shard_record(client, fields);
+        } else if (strcmp(fields[0], "report") == 0 && n == 9) {
+            report_record(client, fields);
+        } else if (strcmp(fields[0], "rand_len") == 0 && n == 3) {
+            rand_len_record(client, fields);
+        } else {
+            fprintf(stderr, "bad record: %s\n", fields[0]);
+            return 2;
+        }
+        fflush(stdout);
+    }
+    ldp_poplar1_free(client);
+    free(line);
+    fclose(f);
+    return 0;
+}
+
+static int selftest(void) {
+    LdpPoplar1 *client = NULL;
+    LdpPoplar1Shares *shares = NULL;
+    LdpPrio3 *prio3 = NULL;
+    const uint8_t *bytes = NULL;
+    size_t len = 0;
+    uint8_t m[8] = {'n', 'e', 'w', '-', 'w', 'o', 'r', 'd'}, nonce[16] = {0}, rand[LDP_POPLAR1_RAND_LEN] = {0};
+    check(ldp_poplar1_new(64, NULL, 0, &client) == LDP_OK, "a client of 64 bits");
+    check(ldp_poplar1_measurement_len(client) == 8, "8 packed bytes");
+    ldp_poplar1_free(client);
+    client = NULL;
+    check(ldp_poplar1_new(0, NULL, 0, NULL) == LDP_INVALID_ARGUMENT, "a null out pointer");
+    check(ldp_poplar1_new(8, NULL, 3, &client) == LDP_INVALID_ARGUMENT && client == NULL, "a null ctx of 3 bytes");
+    check(ldp_poplar1_new(LDP_POPLAR1_MAX_BITS + 1, NULL, 0, &client) == LDP_VALUE_ERROR, "bits past the limit");
+    check(strcmp(ldp_last_error_code(), "param_range") == 0, "its code");
+    check(ldp_poplar1_new(64, NULL, 0, &client) == LDP_OK, "a client again");
+    check(ldp_poplar1_shard(client, m, 8, &shares) == LDP_OK, "sharding from the OS generator");
+    check(ldp_poplar1_shares_input_share(shares, 1, &bytes, &len) == LDP_OK && len == 16 + 32 + 16 * 63 + 64,
+          "the helper's share's length");
+    check(ldp_poplar1_shares_input_share(shares, 2, &bytes, &len) == LDP_INVALID_ARGUMENT && bytes == NULL,
+          "a third aggregator");
+    check(ldp_poplar1_shares_public_share(shares, NULL, &len) == LDP_INVALID_ARGUMENT, "a null bytes pointer");
+    ldp_poplar1_shares_free(shares);
+    shares = NULL;
+    check(ldp_poplar1_shard(client, m, 7, &shares) == LDP_VALUE_ERROR && shares == NULL, "7 bytes for 64 bits");
+    check(ldp_poplar1_shard(client, NULL, 8, &shares) == LDP_INVALID_ARGUMENT, "a null measurement");
+    check(ldp_poplar1_shard_with_random(client, m, 8, nonce, 15, rand, sizeof rand, &shares) == LDP_VALUE_ERROR,
+          "a nonce of 15 bytes");
+    check(ldp_poplar1_shard_with_random(client, m, 8, nonce, 16, rand, 127, &shares) == LDP_VALUE_ERROR,
+          "127 bytes of randomness");
+    check(ldp_prio3_new_count(NULL, 0, &prio3) == LDP_OK, "a Prio3 client");
+    check(ldp_poplar1_shard((const LdpPoplar1 *)(const void *)prio3, m, 8, &shares) == LDP_INVALID_ARGUMENT,
+          "a Prio3 handle as a Poplar1 client");
+    check(ldp_poplar1_measurement_len((const LdpPoplar1 *)(const void *)prio3) == 0, "its measurement length");
+    ldp_poplar1_free((LdpPoplar1 *)(void *)prio3); /* ignored: another kind */
+    ldp_prio3_free(prio3);
+    check(ldp_poplar1_shard(NULL, m, 8, &shares) == LDP_INVALID_ARGUMENT, "a null client");
+    ldp_poplar1_free(client);
+    ldp_poplar1_free(NULL);
+    ldp_poplar1_shares_free(NULL);
+    printf("selftest: %d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--selftest") == 0) return selftest();
+    if (argc == 2) return replay(argv[1]);
+    fprintf(stderr, "usage: %s CASES | --selftest\n", argv[0]);
+    return 2;
+}

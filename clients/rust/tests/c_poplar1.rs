@@ -1,0 +1,205 @@
+//! Poplar1 sharding through the C interface (feature `poplar1`): `tests/c/poplar1.c`, compiled with the system C
+//! compiler against `include/ldp_client.h` (`-DLDP_CLIENT_PRIO -DLDP_CLIENT_POPLAR1`) and the static library this
+//! `cargo test` built, shards every report of VDAF draft 18's Poplar1 vectors (`conformance/dap/poplar1`) with
+//! `ldp_poplar1_shard_with_random` (the measurement packed, first bit first) and prints the nonce, the public share
+//! and both input shares, compared here with the vector's byte for byte; makes DAP-09 reports with
+//! `ldp_poplar1_dap_report_with_random`, compared with the Rust API's ([`Poplar1ReportBuilder::build_with_random`]);
+//! prints refusals with their status, type, code and fields; and runs a self-test of the boundary (null pointers,
+//! handles of the wrong kind, bad lengths), also under AddressSanitizer. The negative vector fails only at the
+//! aggregators, which the C interface does not have: tests/poplar1_vectors.rs replays it.
+
+#![cfg(all(unix, feature = "poplar1"))]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::cc;
+use common::prio3::hex;
+use ldp_client::dap::{HpkeKeypair, HpkeSuite, Poplar1ReportBuilder};
+use ldp_client::poplar1::{Poplar1Client, RAND_LEN};
+use ldp_client::Value;
+
+fn work_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| cc::scratch_dir("ldp-c-poplar1"))
+}
+
+/// `tests/c/poplar1.c` compiled with `flags` into `work_dir()/name`: the command and its output.
+fn compile(name: &str, flags: &[&str]) -> (Command, std::process::Output, PathBuf) {
+    let exe = work_dir().join(name);
+    let mut all = vec!["-DLDP_CLIENT_PRIO", "-DLDP_CLIENT_POPLAR1", "-Wno-unused-function"];
+    all.extend_from_slice(flags);
+    let (cmd, out) = cc::compile_c("tests/c/poplar1.c", &exe, &all);
+    (cmd, out, exe)
+}
+
+fn program() -> &'static Path {
+    static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+    PROGRAM.get_or_init(|| {
+        let (cmd, out, exe) = compile("poplar1", &[]);
+        assert!(
+            out.status.success(),
+            "compiling tests/c/poplar1.c failed ({cmd:?}):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        exe
+    })
+}
+
+/// Runs `exe` on `records` (or `--selftest` when empty) with `env`: its lines; panics with all it printed if it failed.
+fn run(exe: &Path, records: &[String], env: &[(&str, &str)]) -> Vec<String> {
+    let arg = if records.is_empty() {
+        PathBuf::from("--selftest")
+    } else {
+        let cases = work_dir().join(format!("cases-{}", records.len()));
+        std::fs::write(&cases, records.join("\n") + "\n").unwrap();
+        cases
+    };
+    let out = Command::new(exe).arg(&arg).envs(env.iter().copied()).output().expect("the C program runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the C program failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout.lines().map(String::from).collect()
+}
+
+/// Bits packed first bit first, the spare low bits 0 (what the C interface takes).
+fn pack(bits: &[bool]) -> Vec<u8> {
+    let mut out = vec![0u8; bits.len().div_ceil(8)];
+    for (i, _) in bits.iter().enumerate().filter(|(_, b)| **b) {
+        out[i / 8] |= 0x80 >> (i % 8);
+    }
+    out
+}
+
+/// Every positive vector's client and report records, and the lines the program must print for them.
+fn vector_records() -> (Vec<String>, Vec<String>) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../conformance/dap/poplar1");
+    let mut names: Vec<_> =
+        std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+    names.sort();
+    let (mut records, mut want) = (Vec::new(), Vec::new());
+    for name in names.iter().filter(|n| n.starts_with("Poplar1_") && n.ends_with(".json") && !n.contains("_bad_")) {
+        let doc: Value = serde_json::from_slice(&std::fs::read(dir.join(name)).unwrap()).unwrap();
+        let bits = doc["bits"].as_u64().unwrap();
+        records.push(format!("client\t{bits}\t{}", doc["ctx"].as_str().unwrap()));
+        want.push(format!("client\tok\t{}", bits.div_ceil(8)));
+        for r in doc["reports"].as_array().unwrap() {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            let m: Vec<bool> = r["measurement"].as_array().unwrap().iter().map(|b| b.as_bool().unwrap()).collect();
+            records.push(format!("shard\t{}\t{}\t{}", hex(&pack(&m)), s("nonce"), s("rand")));
+            let shares: Vec<&str> = r["input_shares"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+            want.push(format!("shares\t{}\t{}\t{}\t{}", s("nonce"), s("public_share"), shares[0], shares[1]));
+        }
+    }
+    assert_eq!(want.iter().filter(|l| l.starts_with("shares")).count(), 6, "six positive vectors of one report each");
+    (records, want)
+}
+
+#[test]
+fn c_program_shards_the_vectors_byte_for_byte() {
+    let (records, want) = vector_records();
+    let got = run(program(), &records, &[]);
+    assert_eq!(got, want);
+}
+
+/// A refusal line's status, type, code and fields (JSON; `null` when empty), its message checked not empty.
+fn refusal(line: &str) -> (i32, String, String, Value) {
+    let f: Vec<&str> = line.splitn(6, '\t').collect();
+    assert!(f.len() == 6 && f[0] == "refused" && !f[5].is_empty(), "{line}");
+    let fields = if f[4].is_empty() { Value::Null } else { serde_json::from_str(f[4]).unwrap() };
+    (f[1].parse().unwrap(), f[2].into(), f[3].into(), fields)
+}
+
+#[test]
+fn c_program_refuses_by_meaning_and_reports_as_rust() {
+    let (leader, helper) = (
+        HpkeKeypair::derive(1, HpkeSuite::DEFAULT, &[1; 32]).unwrap(),
+        HpkeKeypair::derive(2, HpkeSuite::DEFAULT, &[2; 32]).unwrap(),
+    );
+    let (lc, hc) = (hex(&leader.config().encode().unwrap()), hex(&helper.config().encode().unwrap()));
+    let client = Poplar1Client::new(11, b"app").unwrap();
+    let builder = Poplar1ReportBuilder::new(client.clone(), [7; 32], leader.config().clone(), helper.config().clone())
+        .unwrap()
+        .with_time_precision(60)
+        .unwrap();
+    let m = client.measurement_from_bytes(&[0xc8, 0x20]).unwrap();
+    let rand = vec![3u8; builder.rand_len()];
+    let report = builder.build_with_random(&m, 125, &[8; 16], &rand).unwrap().encode().unwrap();
+    let (task, id) = (hex(&[7; 32]), hex(&[8; 16]));
+    let records = vec![
+        "client\t0\t-".to_string(),
+        format!("client\t257\t{}", hex(b"app")),
+        format!("client\t11\t{}", hex(b"app")),
+        format!("shard\tc820\t{}\t{}", hex(&[0; 16]), hex(&[0; RAND_LEN])),
+        format!("shard\tc821\t{}\t{}", hex(&[0; 16]), hex(&[0; RAND_LEN])),
+        format!("shard\tc8\t{}\t{}", hex(&[0; 16]), hex(&[0; RAND_LEN])),
+        format!("shard\tc820\t{}\t{}", hex(&[0; 16]), hex(&[0; RAND_LEN - 1])),
+        format!("rand_len\t{lc}\t{hc}"),
+        format!("report\tc820\t{task}\t125\t60\t{lc}\t{hc}\t{id}\t{}", hex(&rand)),
+        format!("report\tc820\t{task}\t125\t0\t{lc}\t{hc}\t{id}\t{}", hex(&rand)),
+        format!("report\tc820\t{task}\t125\t60\t{lc}\t{lc}\t{id}\t{}", hex(&rand)),
+    ];
+    let got = run(program(), &records, &[]);
+    assert_eq!(got.len(), records.len(), "{got:?}");
+    let range = |param: &str, got: u64, min: u64, max: Option<u64>| {
+        let mut v = serde_json::json!({"param": param, "got": got, "min": min});
+        if let Some(max) = max {
+            v["max"] = max.into();
+        }
+        v
+    };
+    assert_eq!(refusal(&got[0]), (1, "ValueError".into(), "param_range".into(), range("bits", 0, 1, Some(256))));
+    assert_eq!(refusal(&got[1]), (1, "ValueError".into(), "param_range".into(), range("bits", 257, 1, Some(256))));
+    assert_eq!(got[2], "client\tok\t2");
+    let shares = client.shard_with_random(&m, &[0; 16], &[0; RAND_LEN]).unwrap();
+    let line = [hex(&shares.nonce), hex(&shares.public_share), hex(shares.leader_share()), hex(shares.helper_share())];
+    assert_eq!(got[3], format!("shares\t{}", line.join("\t")));
+    for (i, why) in
+        [(4, "the last 5 bits of its last byte 0"), (5, "is 2 bytes, got 1"), (6, "bytes of sharding randomness")]
+    {
+        let (status, ty, code, _) = refusal(&got[i]);
+        assert!((status, ty.as_str(), code.as_str()) == (1, "ValueError", "") && got[i].contains(why), "{}", got[i]);
+    }
+    assert_eq!(got[7], format!("rand_len\t{}", RAND_LEN + 64));
+    assert_eq!(got[8], format!("report\t{id}\t{}", hex(&report)));
+    assert_eq!(refusal(&got[9]).2, "param_range", "a time precision of 0");
+    assert!(refusal(&got[10]).0 == 1 && got[10].contains("same public key"), "{}", got[10]);
+}
+
+#[test]
+fn c_program_selftest() {
+    let out = run(program(), &[], &[]);
+    let last = out.last().map(String::as_str).unwrap_or("");
+    assert!(
+        last.starts_with("selftest: ") && last.ends_with(", 0 failed") && !out.iter().any(|l| l.contains("FAIL")),
+        "{out:?}"
+    );
+}
+
+/// The self-test and the vectors again, built with AddressSanitizer and UndefinedBehaviorSanitizer (leaks
+/// included). Skipped with a note where the compiler has no sanitizer runtime, unless `LDP_REQUIRE_ASAN` is set.
+#[test]
+fn c_program_under_address_sanitizer() {
+    let (cmd, out, exe) = compile("poplar1-asan", &["-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"]);
+    if !out.status.success() {
+        let why = format!("{cmd:?}:\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            std::env::var_os("LDP_REQUIRE_ASAN").is_none(),
+            "no sanitizer build, and LDP_REQUIRE_ASAN is set: {why}"
+        );
+        eprintln!("skipped: the C compiler cannot build with -fsanitize=address ({why})");
+        return;
+    }
+    let env = [("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=23"), ("UBSAN_OPTIONS", "halt_on_error=1")];
+    let out = run(&exe, &[], &env);
+    assert!(out.last().is_some_and(|l| l.ends_with(", 0 failed")), "{out:?}");
+    let (records, want) = vector_records();
+    assert_eq!(run(&exe, &records, &env), want);
+}
