@@ -131,6 +131,17 @@ def azure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def dask_scheduler() -> Iterator[str]:
+    """A ``dask.distributed`` LocalCluster for the session (2 worker processes, one thread and 1 GiB each), its
+    scheduler's address: the Dask engines' tests share it (each worker process started once per test process, not
+    once per module: a cluster takes seconds to start). Skipped without ``distributed``."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, memory_limit="1GiB",
+                                  dashboard_address=":0") as cluster:
+        yield cluster.scheduler_address
+
+
 @pytest.fixture(params=["local", "s3", "az"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     """A store of :mod:`ldp.storage` of each kind, empty: a folder, a fresh prefix of the session's S3 server, and

@@ -26,14 +26,12 @@ from ldp.storage import open_store  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """Two worker processes: each reads the objects itself (credentials through the options)."""
-    # the dashboard on any free port: two clusters at once never race for 8787
-    c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
-    client = distributed.Client(c)
+def cluster(dask_scheduler):
+    """Two worker processes (the session's cluster, tests/conftest.py): each reads the objects itself (credentials
+    through the options)."""
+    client = distributed.Client(dask_scheduler)
     yield client
     client.close()
-    c.close()
 
 
 @pytest.fixture

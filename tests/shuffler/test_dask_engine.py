@@ -13,7 +13,6 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +32,9 @@ PART_BYTES = 1500  # a window of a few KB in several parts
 
 
 @pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
-    """One cluster for the module: 2 worker processes, one thread each, 1 GiB each."""
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, memory_limit="1GiB",
-                                  dashboard_address=":0") as cluster:
-        yield cluster.scheduler_address
+def scheduler(dask_scheduler: str) -> str:
+    """The session's cluster (tests/conftest.py: 2 worker processes, one thread and 1 GiB each)."""
+    return dask_scheduler
 
 
 @pytest.fixture(autouse=True)

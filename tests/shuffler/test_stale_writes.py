@@ -13,7 +13,7 @@ taker had consumed stopped every later run): such a record is recognised as supe
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +76,9 @@ distributed = pytest.importorskip("distributed")
 
 
 @pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, memory_limit="1GiB",
-                                  dashboard_address=":0") as cluster:
-        yield cluster.scheduler_address
+def scheduler(dask_scheduler: str) -> str:
+    """The session's cluster (tests/conftest.py: 2 worker processes, one thread and 1 GiB each)."""
+    return dask_scheduler
 
 
 DASK_ON_S3 = ("run record created", "segment created", "staging record", "window marker")
