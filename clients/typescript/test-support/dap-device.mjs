@@ -5,19 +5,12 @@
 import { readFileSync } from "node:fs";
 import { CollectionSpec, TelemetryClient } from "../dist/index.js";
 import { FileStore } from "../dist/node.js";
-import { dapTask, loadDap, twoAggregatorMetrics } from "../dist/dap/index.js";
+import { spiedTasks } from "./dap-spy.mjs";
 
 const job = JSON.parse(readFileSync(0, "utf8"));
-await loadDap();
 const spec = CollectionSpec.fromDict(job.spec);
-const made = {};
-const tasks = {};
-for (const [metric, text] of Object.entries(job.tasks)) {
-  const task = dapTask(text);
-  tasks[metric] = { ...task, report: (m, time) => ((made[metric] ??= []).push(m), task.report(m, time)) };
-}
-const client = await TelemetryClient.open(spec, new FileStore(job.state), {
-  clock: () => job.clock, twoAggregator: twoAggregatorMetrics(spec, tasks) });
+const { twoAggregator, made } = await spiedTasks(spec, job.tasks);
+const client = await TelemetryClient.open(spec, new FileStore(job.state), { clock: () => job.clock, twoAggregator });
 const refused = [];
 for (const [metric, value] of job.records) {
   try {

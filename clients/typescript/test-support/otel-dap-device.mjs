@@ -8,21 +8,15 @@ import { readFileSync } from "node:fs";
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import { CollectionSpec } from "../dist/index.js";
 import { FileStore } from "../dist/node.js";
-import { dapTask, loadDap, twoAggregatorMetrics } from "../dist/dap/index.js";
 import { PrivatizingMetricReader } from "../dist/otel/index.js";
+import { spiedTasks } from "./dap-spy.mjs";
 
 const job = JSON.parse(readFileSync(0, "utf8"));
-await loadDap();
 const spec = CollectionSpec.fromDict(job.spec);
-const made = {};
-const tasks = {};
-for (const [metric, text] of Object.entries(job.tasks)) {
-  const task = dapTask(text);
-  tasks[metric] = { ...task, report: (m, time) => ((made[metric] ??= []).push(m), task.report(m, time)) };
-}
+const { twoAggregator, made } = await spiedTasks(spec, job.tasks);
 const clock = { now: job.start };
 const reader = new PrivatizingMetricReader({ spec, store: new FileStore(job.state), clock: () => clock.now,
-  collectIntervalMillis: 0, twoAggregator: twoAggregatorMetrics(spec, tasks) });
+  collectIntervalMillis: 0, twoAggregator });
 const provider = new MeterProvider({ readers: [reader] });
 const meter = provider.getMeter("browser");
 const searches = meter.createCounter("browser.searches");
