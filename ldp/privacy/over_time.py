@@ -33,8 +33,10 @@ from typing import Any
 from ldp.extras import available
 from ldp.privacy.binary_large_law import window_law
 from ldp.privacy.binary_shuffle import exact_max, worst_case
+from ldp.privacy.binary_two_windows import TWO_MAX, TWO_WINDOWS, two_window_epsilon
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.krr_shuffle import krr_worst_case
+from ldp.privacy.krr_small import SMALL_MAX, small_blanket
 from ldp.privacy.shuffle import (
     _BINARY_MAX,
     ShuffleGuarantee,
@@ -173,9 +175,26 @@ def central_over_windows(releases: Sequence[WindowRelease], delta: float) -> Cen
         figures.append((local.epsilon, METHOD))
     if local.delta == 0.0 and eps > _compositions_floor(kinds, singles, delta):
         figures += _compositions(kinds, delta)
+    figures += _two_binary(releases, delta)
     best, method = min(figures)
     return CentralOverTime(best, delta, w, tuple(singles.values()), naive, local, method=method,
                            notes=tuple(sorted(notes)))
+
+
+def _two_binary(releases: Sequence[WindowRelease], delta: float) -> list[tuple[float, str]]:
+    """Two windows of one binary RR report each among at most :data:`~ldp.privacy.binary_two_windows.TWO_MAX` users:
+    their exact figure against adaptively chosen datasets, every dataset enumerated
+    (:func:`~ldp.privacy.binary_two_windows.two_window_epsilon`; the composed hull laws can be 1.1–1.8× it there)."""
+    if len(releases) != 2 or not 1e-200 <= delta < 1.0:
+        return []
+    windows = []
+    for r in releases:
+        s = r.structure
+        if r.reports != 1 or r.n is None or not 2 <= r.n <= TWO_MAX or not _shuffles(r) or s is None \
+                or not s.binary or s.epsilon_pair > _BINARY_MAX:
+            return []
+        windows.append((s.epsilon_pair, r.n))
+    return [(two_window_epsilon(windows[0], windows[1], delta), TWO_WINDOWS)]
 
 
 def _compositions_floor(kinds: dict[WindowRelease, int], singles: dict[WindowRelease, ShuffleGuarantee | PrivacyCost],
@@ -284,6 +303,8 @@ def _report_laws(release: WindowRelease, delta: float, windows: int) -> list[Los
     blanket = krr_worst_case(s.epsilon_pair, d, n, delta) if s is not None and d is not None and d >= 3 else None
     if blanket is not None:
         laws.append(LossLaw.of(*blanket.losses()))
+    if s is not None and d is not None and d >= 3 and n < SMALL_MAX and s.epsilon_pair <= 50.0:
+        laws.append(LossLaw.of(*small_blanket(s.epsilon_pair, d, n).losses()))  # the same pair, every outcome
     return laws
 
 

@@ -53,6 +53,7 @@ from ldp.privacy.binary_shuffle import BINARY, binary_rr_epsilon
 from ldp.privacy.clone_bound import Clones, FastClones, delta_bound, delta_bound_at, fast_delta_bound
 from ldp.privacy.cost import PrivacyCost
 from ldp.privacy.krr_shuffle import KRR, krr_epsilon
+from ldp.privacy.krr_small import SMALL_MAX, small_krr_epsilon
 from ldp.privacy.window_grid import check_delta, floor_delta, grid_search
 
 __all__ = ["ShuffleGuarantee", "ShuffleStructure", "canonical_n", "generic_structure", "geometric_n", "k_rr_structure",
@@ -213,9 +214,9 @@ def canonical_n(n: int) -> int:
     return int(n // unit * unit)
 
 
-_KRR_MIN = 100
-"""k-RR's blanket (:mod:`ldp.privacy.krr_shuffle`) answers from this many users (below, its bands are too coarse to
-be monotone in n; the clone bounds answer)."""
+_KRR_MIN = SMALL_MAX
+"""k-RR's grouped blanket (:mod:`ldp.privacy.krr_shuffle`) answers from this many users; below, the blanket pair
+summed over every outcome (:mod:`ldp.privacy.krr_small`)."""
 _KRR_RATIO = 1.02
 """The geometric grid of n the blanket is evaluated on (:func:`geometric_n`)."""
 
@@ -231,6 +232,20 @@ def geometric_n(n: int) -> int:
     while j > 0 and math.floor(_KRR_RATIO ** j) > n:
         j -= 1
     return max(1, int(math.floor(_KRR_RATIO ** j)))
+
+
+def krr_figure(eps_pair: float, d: int, n: int, delta: float) -> float:
+    """k-RR's blanket figure over d >= 3 values at ε_Δ = ``eps_pair``, n >= 2 users, non-increasing in n by
+    construction below :data:`_KRR_MIN` users: there the pair summed over every outcome
+    (:func:`~ldp.privacy.krr_small.small_krr_epsilon`, whose exact δ falls with n: a post-processing); from there
+    the grouped pair on the grid of :func:`geometric_n` (:func:`~ldp.privacy.krr_shuffle.krr_epsilon`), never
+    above the figure at ``_KRR_MIN − 1`` users (valid for more users: a post-processing; one cached call), so the
+    step from the one to the other cannot rise either. ε_Δ above 50 (no gain at such n) gives ε_Δ below 100 users."""
+    if n < _KRR_MIN:
+        return small_krr_epsilon(eps_pair, d, n, delta) if eps_pair <= 50.0 else eps_pair
+    banded = krr_epsilon(eps_pair, d, geometric_n(n), delta)
+    below = small_krr_epsilon(eps_pair, d, _KRR_MIN - 1, delta) if eps_pair <= 50.0 else math.inf
+    return min(math.inf if banded is None else banded[0], below)
 
 
 def shuffled_epsilon(eps0: float, n: int, delta: float, structure: ShuffleStructure | None = None, *,
@@ -262,10 +277,8 @@ def shuffled_epsilon(eps0: float, n: int, delta: float, structure: ShuffleStruct
             and available("numpy", "scipy"):  # without the server extra, the clone bound alone
         found.append((binary_rr_epsilon(structure.epsilon_pair, n, delta)[0], BINARY))
     d = structure.values if structure is not None else None
-    if binary and d is not None and d >= 3 and n >= _KRR_MIN and available("numpy", "scipy"):
-        exact = krr_epsilon(structure.epsilon_pair, d, geometric_n(n), delta) if structure is not None else None
-        if exact is not None:
-            found.append((exact[0], KRR))
+    if binary and structure is not None and d is not None and d >= 3 and available("numpy", "scipy"):
+        found.append((krr_figure(structure.epsilon_pair, d, n, delta), KRR))
     eps, name = min(found)
     if eps >= eps0 * (1 - 1e-3):
         return none
