@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from prio_support import ROOT, binding, vector_dir
+from test_prio_vectors import VectorReplay
 
 FOLDER = ROOT / "conformance" / "dap" / "poplar1"
 NAMES = sorted(p.name for p in FOLDER.glob("Poplar1_*.json"))
@@ -28,33 +29,22 @@ def _hex(data: bytes) -> str:
     return data.hex()
 
 
-class Replay:
+class Replay(VectorReplay):
     """One vector's operations, in its order, each checked against the vector's bytes."""
 
     def __init__(self, vector: dict[str, Any]) -> None:
         binding()
         from ldp.prio import poplar1
 
-        self.p1, self.vector = poplar1, vector
-        self.vdaf = poplar1.Poplar1(vector["bits"], ctx=bytes.fromhex(vector["ctx"]))
+        super().__init__(poplar1.Poplar1(vector["bits"], ctx=bytes.fromhex(vector["ctx"])), vector)
+        self.p1 = poplar1
         self.param = poplar1.Poplar1AggregationParam.from_bytes(bytes.fromhex(vector["agg_param"]))
         assert self.param.to_bytes().hex() == vector["agg_param"]
-        self.key = bytes.fromhex(vector["verify_key"])
-        self.states: dict[tuple[int, int, int], Any] = {}  # (report, round, aggregator)
-        self.outputs: dict[tuple[int, int], Any] = {}
-        self.aggregates: dict[int, Any] = {}
 
-    def report(self, op: dict[str, Any]) -> dict[str, Any]:
-        report: dict[str, Any] = self.vector["reports"][op["report_index"]]
-        return report
-
-    def shard(self, op: dict[str, Any]) -> None:
-        r = self.report(op)
-        nonce, public, inputs = self.vdaf.shard(r["measurement"], nonce=bytes.fromhex(r["nonce"]),
-                                                rand=bytes.fromhex(r["rand"]))
-        assert (_hex(nonce), _hex(public)) == (r["nonce"], r["public_share"])
-        assert [_hex(s) for s in inputs] == r["input_shares"]
+    def shard(self, op: dict[str, Any]) -> tuple[bytes, bytes, list[bytes]]:
+        nonce, public, inputs = super().shard(op)
         assert len(public) == self.vdaf.public_share_len and len(inputs[1]) == self.vdaf.input_share_len(1)
+        return nonce, public, inputs
 
     def verify_init(self, op: dict[str, Any]) -> None:
         r, agg = self.report(op), op["aggregator_id"]

@@ -28,14 +28,15 @@ def _vdaf(prio: Any, name: str, vector: dict[str, Any]) -> Any:
     return getattr(prio, name)(ctx=bytes.fromhex(vector["ctx"]), num_aggregators=vector["shares"], **params)
 
 
-class Replay:
-    """One vector's operations, in its order, each checked against the vector's bytes."""
+class VectorReplay:
+    """What a replay of any VDAF's vector shares (Prio3's here, Poplar1's in test_poplar1_vectors.py): the VDAF, the
+    vector, its verify key, the states, output and aggregate shares kept between operations, a report by index, and
+    the shard operation, checked byte for byte against the vector's nonce, public share and input shares."""
 
-    def __init__(self, prio: Any, name: str, vector: dict[str, Any]) -> None:
-        self.prio, self.vector = prio, vector
-        self.vdaf = _vdaf(prio, name, vector)
+    def __init__(self, vdaf: Any, vector: dict[str, Any]) -> None:
+        self.vdaf, self.vector = vdaf, vector
         self.key = bytes.fromhex(vector["verify_key"])
-        self.states: dict[tuple[int, int], Any] = {}
+        self.states: dict[Any, Any] = {}
         self.outputs: dict[tuple[int, int], Any] = {}
         self.aggregates: dict[int, Any] = {}
 
@@ -43,13 +44,22 @@ class Replay:
         report: dict[str, Any] = self.vector["reports"][op["report_index"]]
         return report
 
-    def shard(self, op: dict[str, Any]) -> None:
+    def shard(self, op: dict[str, Any]) -> tuple[bytes, bytes, list[bytes]]:
         report = self.report(op)
         nonce, public, inputs = self.vdaf.shard(report["measurement"], nonce=bytes.fromhex(report["nonce"]),
                                                 rand=bytes.fromhex(report["rand"]))
         assert nonce.hex() == report["nonce"]
         assert public.hex() == report["public_share"]
         assert [s.hex() for s in inputs] == report["input_shares"]
+        return nonce, public, inputs
+
+
+class Replay(VectorReplay):
+    """One vector's operations, in its order, each checked against the vector's bytes."""
+
+    def __init__(self, prio: Any, name: str, vector: dict[str, Any]) -> None:
+        super().__init__(_vdaf(prio, name, vector), vector)
+        self.prio = prio
 
     def verify_init(self, op: dict[str, Any]) -> None:
         report, agg = self.report(op), op["aggregator_id"]

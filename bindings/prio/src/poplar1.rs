@@ -26,7 +26,7 @@ use pyo3::types::{PyBytes, PyList};
 
 use crate::errors::{refused, Op};
 use crate::poplar1_shares::{bits_of, AggParam, AggregateShare, OutputShare, VerifyState};
-use crate::vdaf::Sharded;
+use crate::vdaf::{sharded, Sharded};
 
 type Vdaf = CratePoplar1<XofTurboShake128, VERIFY_KEY_LEN>;
 
@@ -173,8 +173,7 @@ impl Poplar1 {
         rand: Option<&[u8]>,
     ) -> PyResult<Sharded<'py>> {
         let s = self.shard_raw(py, measurement, nonce, rand)?;
-        let inputs = s.input_shares.iter().map(|b| PyBytes::new(py, b)).collect();
-        Ok((PyBytes::new(py, &s.nonce), PyBytes::new(py, &s.public_share), inputs))
+        Ok(sharded(py, &s.nonce, &s.public_share, &s.input_shares))
     }
 
     /// Refuses (`PrioError`, operation `decode`) bytes that are not exactly one public share of this bit length.

@@ -18,6 +18,18 @@ use crate::spec::{int_in_range, Spec};
 
 /// What `shard` gives Python: the nonce, the public share and one input share per aggregator.
 pub(crate) type Sharded<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<Bound<'py, PyBytes>>);
+
+/// A report's shares as Python sees them, of any VDAF (Prio3's, Poplar1's): `(nonce, public_share, [input shares])`.
+pub(crate) fn sharded<'py>(
+    py: Python<'py>,
+    nonce: &[u8],
+    public_share: &[u8],
+    input_shares: &[Vec<u8>],
+) -> Sharded<'py> {
+    let inputs = input_shares.iter().map(|s| PyBytes::new(py, s)).collect();
+    (PyBytes::new(py, nonce), PyBytes::new(py, public_share), inputs)
+}
+
 /// The same as bytes (`Core::shard_bytes`).
 pub(crate) type ShardedBytes = ([u8; NONCE_SIZE], Vec<u8>, Vec<Vec<u8>>);
 
@@ -101,8 +113,7 @@ impl<B: Backend> Core<B> {
         rand: Option<&[u8]>,
     ) -> PyResult<Sharded<'py>> {
         let (nonce, public_share, input_shares) = self.shard_bytes(py, measurement, nonce, rand)?;
-        let inputs = input_shares.iter().map(|s| PyBytes::new(py, s)).collect();
-        Ok((PyBytes::new(py, &nonce), PyBytes::new(py, &public_share), inputs))
+        Ok(sharded(py, &nonce, &public_share, &input_shares))
     }
 
     /// `shard` as bytes: the nonce (drawn from the OS unless given), the public share and the input shares.

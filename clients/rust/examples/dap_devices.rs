@@ -14,10 +14,13 @@
 //! the same stream in the client's order (the client's two 32-byte secrets first, then each randomized report): the
 //! measurement each sealed report carries, which the aggregators' sums must equal.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use common::UploadTotals;
 use ldp_client::bytes::from_hex;
 use ldp_client::ledger::FileStore;
 use ldp_client::random::{KeyedRandomSource, RandomSource};
@@ -65,8 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let seed = from_hex(seed)?;
     let mut totals = Totals::default();
-    let (mut acknowledged, mut accepted, mut duplicates, mut pending) = (0u64, 0u64, 0u64, 0u64);
-    let mut rejected = Map::new();
+    let mut uploads = UploadTotals::default();
     for (d, device) in devices.iter().enumerate() {
         let folder = Path::new(states).join(format!("d{d}"));
         let fresh = !folder.join("state.json").exists();
@@ -81,14 +83,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             record(&client, &spec, device, (&seed, d), &mut totals)?;
         }
         let result = Uploader::new(UploadOptions::without_collector()).upload(&client)?;
-        acknowledged += result.acknowledged;
-        accepted += result.accepted;
-        duplicates += result.duplicates;
-        for (reason, n) in result.rejected {
-            let old = rejected.get(&reason).and_then(Value::as_u64).unwrap_or(0);
-            rejected.insert(reason, Value::from(old + n));
-        }
-        pending += client.pending()?;
+        uploads.add(result, client.pending()?);
         let spent: Map<String, Value> = spec
             .metrics
             .iter()
@@ -96,11 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect::<ldp_client::Result<_>>()?;
         totals.spent.push(Value::Object(spent));
     }
-    totals.out.insert("acknowledged".into(), json!(acknowledged));
-    totals.out.insert("accepted".into(), json!(accepted));
-    totals.out.insert("rejected".into(), Value::Object(rejected));
-    totals.out.insert("duplicates".into(), json!(duplicates));
-    totals.out.insert("pending".into(), json!(pending));
+    uploads.write(&mut totals.out);
     let Totals { recorded, refused, payloads, spent, mut out } = totals;
     out.insert("recorded".into(), json!(recorded));
     out.insert("refused".into(), json!(refused));

@@ -10,8 +10,11 @@
 //! SIMULATION: each device's noise comes from `KeyedRandomSource(SEED, "device/<d>")` so that the test's outcome is
 //! fixed; a real device uses the default OS generator.
 
+mod common;
+
 use std::path::Path;
 
+use common::UploadTotals;
 use ldp_client::bytes::from_hex;
 use ldp_client::ledger::FileStore;
 use ldp_client::random::KeyedRandomSource;
@@ -28,8 +31,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seed = from_hex(seed)?;
     let endpoints: Vec<&str> = url.split(',').collect();
     let mut uploader = Uploader::new(UploadOptions::new(&endpoints, token)?);
-    let (mut recorded, mut acknowledged, mut accepted, mut duplicates, mut pending) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    let mut rejected = serde_json::Map::new();
+    let mut recorded = 0u64;
+    let mut totals = UploadTotals::default();
     for (d, values) in devices.iter().enumerate() {
         let folder = Path::new(states).join(format!("d{d}"));
         let fresh = !folder.join("state.json").exists();
@@ -42,20 +45,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         let result = uploader.upload(&client)?;
-        acknowledged += result.acknowledged;
-        accepted += result.accepted;
-        duplicates += result.duplicates;
-        for (reason, n) in result.rejected {
-            let old = rejected.get(&reason).and_then(Value::as_u64).unwrap_or(0);
-            rejected.insert(reason, Value::from(old + n));
-        }
-        pending += client.pending()?;
+        totals.add(result, client.pending()?);
     }
-    println!(
-        "{}",
-        serde_json::json!({"recorded": recorded, "acknowledged": acknowledged, "accepted": accepted,
-                           "rejected": rejected, "duplicates": duplicates, "pending": pending,
-                           "spec": spec.fingerprint()})
-    );
+    let mut out = serde_json::Map::new();
+    out.insert("recorded".into(), Value::from(recorded));
+    totals.write(&mut out);
+    out.insert("spec".into(), Value::from(spec.fingerprint()));
+    println!("{}", Value::Object(out));
     Ok(())
 }

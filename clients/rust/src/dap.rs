@@ -55,6 +55,8 @@ mod task_file;
 use std::fmt;
 
 pub use self::builder::ReportBuilder;
+#[cfg(feature = "c-api")]
+pub(crate) use self::builder::{DapBuilder, ReportVdaf};
 pub use self::hpke::{
     open, seal, seal_with_ikm, HpkeCiphertext, HpkeConfig, HpkeConfigList, HpkeKeypair, HpkeSuite, AEAD_AES_128_GCM,
     AEAD_AES_256_GCM, AEAD_CHACHA20_POLY1305, KDF_HKDF_SHA256, KDF_HKDF_SHA512, KEM_P256_HKDF_SHA256,

@@ -45,7 +45,8 @@ use prio::vdaf::poplar1::Poplar1;
 use prio::vdaf::test_utils::TestVectorClient;
 use prio::vdaf::xof::XofTurboShake128;
 
-use crate::error::{Error, Refusal, RefusalCode, Result};
+use crate::error::{Error, Refusal, Result};
+use crate::prio3::{check_ctx_len, VdafShares};
 pub use crate::prio3::{MAX_CTX_LEN, NONCE_LEN};
 
 /// Bytes of sharding randomness one report takes: two IDPF seeds of 16 bytes, then the leader's and the helper's
@@ -82,14 +83,7 @@ impl Poplar1Client {
         if !(1..=MAX_BITS).contains(&bits) {
             return Err(Refusal::param_range("bits", bits).with("min", 1).with("max", MAX_BITS).into());
         }
-        if ctx.len() > MAX_CTX_LEN {
-            return Err(Refusal::value(RefusalCode::ParamLength)
-                .with("param", "ctx")
-                .with("got", ctx.len())
-                .with("min", 0)
-                .with("max", MAX_CTX_LEN)
-                .into());
-        }
+        check_ctx_len(ctx)?;
         Ok(Poplar1Client { bits, ctx: ctx.to_vec(), vdaf: Vdaf::new_turboshake128(bits) })
     }
 
@@ -217,15 +211,23 @@ impl Poplar1Shares {
     }
 }
 
-/// The input shares are secrets: `Debug` shows their lengths only.
+impl VdafShares for Poplar1Shares {
+    const NAME: &'static str = "Poplar1Shares";
+    fn nonce(&self) -> &[u8; NONCE_LEN] {
+        &self.nonce
+    }
+    fn public_share(&self) -> &[u8] {
+        &self.public_share
+    }
+    fn input_shares(&self) -> &[Vec<u8>] {
+        &self.input_shares
+    }
+}
+
+/// The input shares are secrets: `Debug` shows their lengths only (as `Prio3Shares`'s).
 impl fmt::Debug for Poplar1Shares {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let lengths: Vec<usize> = self.input_shares.iter().map(Vec::len).collect();
-        f.debug_struct("Poplar1Shares")
-            .field("nonce", &crate::bytes::hex(&self.nonce))
-            .field("public_share_len", &self.public_share.len())
-            .field("input_share_lens", &lengths)
-            .finish()
+        self.fmt_debug(f)
     }
 }
 

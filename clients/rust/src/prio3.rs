@@ -90,7 +90,7 @@ use prio::codec::Encode;
 pub use self::client::Prio3Client;
 pub use self::draft::VdafDraft;
 pub use self::types::Prio3Type;
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, RefusalCode, Result};
 
 /// Bytes of a report's nonce.
 pub const NONCE_LEN: usize = 16;
@@ -162,16 +162,61 @@ impl Prio3Shares {
     }
 }
 
-/// The input shares are secrets: `Debug` shows their lengths only.
-impl fmt::Debug for Prio3Shares {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let lengths: Vec<usize> = self.input_shares.iter().map(Vec::len).collect();
-        f.debug_struct("Prio3Shares")
-            .field("nonce", &crate::bytes::hex(&self.nonce))
-            .field("public_share_len", &self.public_share.len())
+/// The shares of one sharded measurement, of any VDAF this crate shards (Prio3 here, Poplar1 in `crate::poplar1`):
+/// the nonce (DAP's report ID), the public share (for both aggregators), one input share per aggregator, the
+/// leader's first (each for its aggregator only). What DAP's envelope (`crate::dap`) and the C interface read.
+pub(crate) trait VdafShares {
+    /// The type's name in `Debug`.
+    const NAME: &'static str;
+    /// The report's nonce.
+    fn nonce(&self) -> &[u8; NONCE_LEN];
+    /// The public share.
+    fn public_share(&self) -> &[u8];
+    /// The input shares, the leader's first.
+    fn input_shares(&self) -> &[Vec<u8>];
+
+    /// `Debug` of shares: the input shares are secrets, so it shows their lengths only.
+    fn fmt_debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lengths: Vec<usize> = self.input_shares().iter().map(Vec::len).collect();
+        f.debug_struct(Self::NAME)
+            .field("nonce", &crate::bytes::hex(self.nonce()))
+            .field("public_share_len", &self.public_share().len())
             .field("input_share_lens", &lengths)
             .finish()
     }
+}
+
+impl VdafShares for Prio3Shares {
+    const NAME: &'static str = "Prio3Shares";
+    fn nonce(&self) -> &[u8; NONCE_LEN] {
+        &self.nonce
+    }
+    fn public_share(&self) -> &[u8] {
+        &self.public_share
+    }
+    fn input_shares(&self) -> &[Vec<u8>] {
+        &self.input_shares
+    }
+}
+
+/// The input shares are secrets: `Debug` shows their lengths only.
+impl fmt::Debug for Prio3Shares {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_debug(f)
+    }
+}
+
+/// Refuses an application context string over [`MAX_CTX_LEN`] bytes (`param_length`); shared by Prio3 and Poplar1.
+pub(crate) fn check_ctx_len(ctx: &[u8]) -> Result<()> {
+    if ctx.len() > MAX_CTX_LEN {
+        return Err(Refusal::value(RefusalCode::ParamLength)
+            .with("param", "ctx")
+            .with("got", ctx.len())
+            .with("min", 0)
+            .with("max", MAX_CTX_LEN)
+            .into());
+    }
+    Ok(())
 }
 
 fn encode(item: &impl Encode) -> Result<Vec<u8>> {

@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{cc, close_ulps, f, protocols, same_json, vectors_dir};
+use common::cc::{self, CProgram};
+use common::{close_ulps, f, protocols, same_json, vectors_dir};
 use ldp_client::{protocols as registry, CollectionSpec, Value};
 
 /// `LdpStatus` values (include/ldp_client.h).
@@ -29,32 +30,20 @@ fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A folder of this test process under cargo's scratch folder for integration tests (older ones are removed).
-fn work_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| cc::scratch_dir("ldp-c-api"))
+/// `tests/c/vectors.c`, built into a folder of this test process under cargo's scratch folder.
+fn c_program() -> &'static CProgram {
+    static PROGRAM: OnceLock<CProgram> = OnceLock::new();
+    PROGRAM.get_or_init(|| CProgram { source: "tests/c/vectors.c", flags: &[], dir: cc::scratch_dir("ldp-c-api") })
 }
 
-/// `tests/c/vectors.c` compiled with `flags` into `work_dir()/name`: the command and its output.
-fn compile_vectors(name: &str, flags: &[&str]) -> (Command, std::process::Output, PathBuf) {
-    let exe = work_dir().join(name);
-    let (cmd, out) = cc::compile_c("tests/c/vectors.c", &exe, flags);
-    (cmd, out, exe)
+fn work_dir() -> &'static Path {
+    &c_program().dir
 }
 
 /// `tests/c/vectors.c`, compiled and linked once per test process.
 fn program() -> &'static Path {
     static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
-    PROGRAM.get_or_init(|| {
-        let (cmd, out, exe) = compile_vectors("vectors", &[]);
-        assert!(
-            out.status.success(),
-            "compiling tests/c/vectors.c failed ({cmd:?}):\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        exe
-    })
+    PROGRAM.get_or_init(|| c_program().build("vectors"))
 }
 
 /// Runs the C program; its stdout.
@@ -153,17 +142,7 @@ fn c_program_selftest() {
 /// where the compiler has no sanitizer runtime, unless `LDP_REQUIRE_ASAN` is set (CI sets it).
 #[test]
 fn c_program_selftest_under_address_sanitizer() {
-    let (cmd, out, exe) =
-        compile_vectors("vectors-asan", &["-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"]);
-    if !out.status.success() {
-        let why = format!("{cmd:?}:\n{}", String::from_utf8_lossy(&out.stderr));
-        assert!(
-            std::env::var_os("LDP_REQUIRE_ASAN").is_none(),
-            "no sanitizer build, and LDP_REQUIRE_ASAN is set: {why}"
-        );
-        eprintln!("skipped: the C compiler cannot build with -fsanitize=address ({why})");
-        return;
-    }
+    let Some(exe) = c_program().build_sanitized("vectors-asan") else { return };
     let state = work_dir().join("state-asan");
     let run = Command::new(&exe)
         .args([Path::new("--selftest"), &state])

@@ -13,40 +13,27 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
-use common::cc;
+use common::cc::{self, CProgram};
 use common::prio3::hex;
 use ldp_client::dap::{HpkeKeypair, HpkeSuite, Poplar1ReportBuilder};
 use ldp_client::poplar1::{Poplar1Client, RAND_LEN};
 use ldp_client::Value;
 
-fn work_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| cc::scratch_dir("ldp-c-poplar1"))
-}
-
-/// `tests/c/poplar1.c` compiled with `flags` into `work_dir()/name`: the command and its output.
-fn compile(name: &str, flags: &[&str]) -> (Command, std::process::Output, PathBuf) {
-    let exe = work_dir().join(name);
-    let mut all = vec!["-DLDP_CLIENT_PRIO", "-DLDP_CLIENT_POPLAR1", "-Wno-unused-function"];
-    all.extend_from_slice(flags);
-    let (cmd, out) = cc::compile_c("tests/c/poplar1.c", &exe, &all);
-    (cmd, out, exe)
+/// `tests/c/poplar1.c` and its flags (`-Wno-unused-function`: prio3_io.h's helpers for Prio3 are not all used).
+fn c_program() -> &'static CProgram {
+    static PROGRAM: OnceLock<CProgram> = OnceLock::new();
+    PROGRAM.get_or_init(|| CProgram {
+        source: "tests/c/poplar1.c",
+        flags: &["-DLDP_CLIENT_PRIO", "-DLDP_CLIENT_POPLAR1", "-Wno-unused-function"],
+        dir: cc::scratch_dir("ldp-c-poplar1"),
+    })
 }
 
 fn program() -> &'static Path {
     static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
-    PROGRAM.get_or_init(|| {
-        let (cmd, out, exe) = compile("poplar1", &[]);
-        assert!(
-            out.status.success(),
-            "compiling tests/c/poplar1.c failed ({cmd:?}):\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        exe
-    })
+    PROGRAM.get_or_init(|| c_program().build("poplar1"))
 }
 
 /// Runs `exe` on `records` (or `--selftest` when empty) with `env`: its lines; panics with all it printed if it failed.
@@ -54,19 +41,11 @@ fn run(exe: &Path, records: &[String], env: &[(&str, &str)]) -> Vec<String> {
     let arg = if records.is_empty() {
         PathBuf::from("--selftest")
     } else {
-        let cases = work_dir().join(format!("cases-{}", records.len()));
+        let cases = c_program().dir.join(format!("cases-{}", records.len()));
         std::fs::write(&cases, records.join("\n") + "\n").unwrap();
         cases
     };
-    let out = Command::new(exe).arg(&arg).envs(env.iter().copied()).output().expect("the C program runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "the C program failed ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout.lines().map(String::from).collect()
+    cc::run_program(exe, &[&arg], env).lines().map(String::from).collect()
 }
 
 /// Bits packed first bit first, the spare low bits 0 (what the C interface takes).
@@ -187,19 +166,9 @@ fn c_program_selftest() {
 /// included). Skipped with a note where the compiler has no sanitizer runtime, unless `LDP_REQUIRE_ASAN` is set.
 #[test]
 fn c_program_under_address_sanitizer() {
-    let (cmd, out, exe) = compile("poplar1-asan", &["-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"]);
-    if !out.status.success() {
-        let why = format!("{cmd:?}:\n{}", String::from_utf8_lossy(&out.stderr));
-        assert!(
-            std::env::var_os("LDP_REQUIRE_ASAN").is_none(),
-            "no sanitizer build, and LDP_REQUIRE_ASAN is set: {why}"
-        );
-        eprintln!("skipped: the C compiler cannot build with -fsanitize=address ({why})");
-        return;
-    }
-    let env = [("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=23"), ("UBSAN_OPTIONS", "halt_on_error=1")];
-    let out = run(&exe, &[], &env);
+    let Some(exe) = c_program().build_sanitized("poplar1-asan") else { return };
+    let out = run(&exe, &[], &cc::SANITIZER_ENV);
     assert!(out.last().is_some_and(|l| l.ends_with(", 0 failed")), "{out:?}");
     let (records, want) = vector_records();
-    assert_eq!(run(&exe, &records, &env), want);
+    assert_eq!(run(&exe, &records, &cc::SANITIZER_ENV), want);
 }

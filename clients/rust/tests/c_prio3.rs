@@ -15,50 +15,33 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::cc;
+use common::cc::{self, CProgram};
 use common::prio3::{hex, measurement_u64s, vectors, TYPES};
 use ldp_client::prio3::{Measurement, Prio3Client, Prio3Type};
 use ldp_client::Value;
 
-/// A folder of this test process under cargo's scratch folder for integration tests (older ones are removed).
-fn work_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| cc::scratch_dir("ldp-c-prio3"))
+/// `tests/c/prio3.c` and its flags, built into a folder of this test process under cargo's scratch folder.
+fn c_program() -> &'static CProgram {
+    static PROGRAM: OnceLock<CProgram> = OnceLock::new();
+    PROGRAM.get_or_init(|| CProgram {
+        source: "tests/c/prio3.c",
+        flags: &["-DLDP_CLIENT_PRIO"],
+        dir: cc::scratch_dir("ldp-c-prio3"),
+    })
 }
 
-/// `tests/c/prio3.c` compiled with `flags` into `work_dir()/name`: the command and its output.
-fn compile(name: &str, flags: &[&str]) -> (Command, std::process::Output, PathBuf) {
-    let exe = work_dir().join(name);
-    let mut all = vec!["-DLDP_CLIENT_PRIO"];
-    all.extend_from_slice(flags);
-    let (cmd, out) = cc::compile_c("tests/c/prio3.c", &exe, &all);
-    (cmd, out, exe)
+fn work_dir() -> &'static Path {
+    &c_program().dir
 }
 
 fn program() -> &'static Path {
     static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
-    PROGRAM.get_or_init(|| {
-        let (cmd, out, exe) = compile("prio3", &[]);
-        assert!(
-            out.status.success(),
-            "compiling tests/c/prio3.c failed ({cmd:?}):\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        exe
-    })
+    PROGRAM.get_or_init(|| c_program().build("prio3"))
 }
 
 /// Runs `exe` with `arg` (and `env`): its stdout; panics with all it printed if it failed.
 fn run(exe: &Path, arg: &Path, env: &[(&str, &str)]) -> String {
-    let out = Command::new(exe).arg(arg).envs(env.iter().copied()).output().expect("the C program runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "the C program failed ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    cc::run_program(exe, &[arg], env)
 }
 
 /// The `client` record of a type: the C function's name and its integer parameters.
@@ -310,17 +293,8 @@ fn c_program_selftest() {
 /// included). Skipped with a note where the compiler has no sanitizer runtime, unless `LDP_REQUIRE_ASAN` is set.
 #[test]
 fn c_program_under_address_sanitizer() {
-    let (cmd, out, exe) = compile("prio3-asan", &["-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"]);
-    if !out.status.success() {
-        let why = format!("{cmd:?}:\n{}", String::from_utf8_lossy(&out.stderr));
-        assert!(
-            std::env::var_os("LDP_REQUIRE_ASAN").is_none(),
-            "no sanitizer build, and LDP_REQUIRE_ASAN is set: {why}"
-        );
-        eprintln!("skipped: the C compiler cannot build with -fsanitize=address ({why})");
-        return;
-    }
-    let env = [("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=23"), ("UBSAN_OPTIONS", "halt_on_error=1")];
+    let Some(exe) = c_program().build_sanitized("prio3-asan") else { return };
+    let env = cc::SANITIZER_ENV;
     let stdout = run(&exe, Path::new("--selftest"), &env);
     assert!(stdout.lines().last().is_some_and(|l| l.ends_with(", 0 failed")), "{stdout}");
     // One vector of each type through the sanitized build too.

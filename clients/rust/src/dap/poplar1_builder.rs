@@ -1,14 +1,34 @@
 //! [`Poplar1ReportBuilder`] (feature `poplar1`): a Poplar1 client and the two aggregators' configs, making a task's
 //! DAP-09 reports. DAP frames every VDAF message as opaque bytes, so a Poplar1 report is a Prio3 report's envelope
 //! around Poplar1's shares: the report ID is the nonce, the public share the IDPF's correction words, and each input
-//! share (an IDPF key and its correlated randomness) sealed to its aggregator as [`super::ReportBuilder`] seals
-//! Prio3's (`seal_shares`: one implementation of the sealing). The aggregation parameter (the level and the
+//! share (an IDPF key and its correlated randomness) sealed to its aggregator by the envelope
+//! [`super::ReportBuilder`] is too (`DapBuilder`: one implementation of the sealing). The aggregation parameter (the level and the
 //! candidate prefixes) is the collector's, never the device's: a report is the same whatever it is later asked.
 
-use super::input_share::{check_configs, seal_shares};
-use super::{Aggregator, HpkeConfig, Report, ReportMetadata, REPORT_ID_LEN, TASK_ID_LEN};
-use crate::error::{Error, Refusal, Result};
-use crate::poplar1::{Poplar1Client, Poplar1Shares};
+use std::fmt;
+
+use super::builder::{DapBuilder, ReportVdaf};
+use super::{Aggregator, HpkeConfig, Report, REPORT_ID_LEN, TASK_ID_LEN};
+use crate::error::Result;
+use crate::poplar1::{Poplar1Client, Poplar1Shares, NONCE_LEN};
+
+impl ReportVdaf for Poplar1Client {
+    type Measurement = [bool];
+    type Shares = Poplar1Shares;
+    const REPORT: &'static str = "a Poplar1 report";
+    fn aggregators(&self) -> usize {
+        2
+    }
+    fn rand_len(&self) -> usize {
+        Poplar1Client::rand_len(self)
+    }
+    fn shard(&self, measurement: &[bool]) -> Result<Poplar1Shares> {
+        Poplar1Client::shard(self, measurement)
+    }
+    fn shard_with_random(&self, m: &[bool], nonce: &[u8; NONCE_LEN], rand: &[u8]) -> Result<Poplar1Shares> {
+        Poplar1Client::shard_with_random(self, m, nonce, rand)
+    }
+}
 
 /// Builds the DAP-09 reports of one Poplar1 task: a [`Poplar1Client`], the task ID, the leader's and the helper's
 /// [`HpkeConfig`] and the task's time precision. Keeps no state between reports (`Send + Sync`).
@@ -26,12 +46,13 @@ use crate::poplar1::{Poplar1Client, Poplar1Shares};
 /// let body = builder.build(&measurement, 1_700_000_123)?.encode()?; // PUT to {leader}/tasks/{task-id}/reports
 /// # Ok::<(), ldp_client::Error>(())
 /// ```
-#[derive(Clone, Debug)]
-pub struct Poplar1ReportBuilder {
-    client: Poplar1Client,
-    task_id: [u8; TASK_ID_LEN],
-    configs: [HpkeConfig; 2],
-    time_precision: u64,
+#[derive(Clone)]
+pub struct Poplar1ReportBuilder(DapBuilder<Poplar1Client>);
+
+impl fmt::Debug for Poplar1ReportBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt_as("Poplar1ReportBuilder", f)
+    }
 }
 
 impl Poplar1ReportBuilder {
@@ -43,55 +64,45 @@ impl Poplar1ReportBuilder {
         leader: HpkeConfig,
         helper: HpkeConfig,
     ) -> Result<Self> {
-        check_configs([&leader, &helper])?;
-        Ok(Poplar1ReportBuilder { client, task_id, configs: [leader, helper], time_precision: 1 })
+        DapBuilder::new(client, task_id, leader, helper).map(Poplar1ReportBuilder)
     }
 
     /// This builder with the task's time precision in seconds (at least 1).
-    pub fn with_time_precision(mut self, seconds: u64) -> Result<Self> {
-        if seconds == 0 {
-            return Err(Refusal::param_range("time_precision", seconds).with("min", 1).into());
-        }
-        self.time_precision = seconds;
-        Ok(self)
+    pub fn with_time_precision(self, seconds: u64) -> Result<Self> {
+        self.0.with_time_precision(seconds).map(Poplar1ReportBuilder)
     }
 
     /// The Poplar1 client.
     pub fn client(&self) -> &Poplar1Client {
-        &self.client
+        self.0.client()
     }
 
     /// The task ID.
     pub fn task_id(&self) -> &[u8; TASK_ID_LEN] {
-        &self.task_id
+        self.0.task_id()
     }
 
     /// The HPKE config `aggregator`'s share is sealed to.
     pub fn config(&self, aggregator: Aggregator) -> &HpkeConfig {
-        &self.configs[aggregator.index()]
+        self.0.config(aggregator)
     }
 
     /// The time precision in seconds.
     pub fn time_precision(&self) -> u64 {
-        self.time_precision
+        self.0.time_precision()
     }
 
     /// The report of `measurement` (`bits` bits) made at `time` (seconds since the Unix epoch, rounded down to the
     /// time precision), with a fresh report ID, sharding randomness and ephemeral keys from the OS generator.
     /// Refused as [`Poplar1Client::shard`] refuses.
     pub fn build(&self, measurement: &[bool], time: u64) -> Result<Report> {
-        let shares = self.client.shard(measurement)?;
-        self.seal(&shares, time, None)
+        self.0.build(measurement, time)
     }
 
     /// Bytes of randomness [`Poplar1ReportBuilder::build_with_random`] takes: the sharding randomness
     /// ([`crate::poplar1::RAND_LEN`]), then the leader's and the helper's HPKE ephemeral key material.
     pub fn rand_len(&self) -> usize {
-        self.client.rand_len() + self.ikm_lens().iter().sum::<usize>()
-    }
-
-    fn ikm_lens(&self) -> [usize; 2] {
-        self.configs.each_ref().map(|c| c.suite().ikm_len().unwrap_or_default())
+        self.0.rand_len()
     }
 
     /// [`Poplar1ReportBuilder::build`] with the caller's report ID and randomness
@@ -103,27 +114,6 @@ impl Poplar1ReportBuilder {
         report_id: &[u8; REPORT_ID_LEN],
         rand: &[u8],
     ) -> Result<Report> {
-        if rand.len() != self.rand_len() {
-            return Err(Error::value(format!(
-                "a Poplar1 report takes {} bytes of randomness ({} to shard, {} and {} of ephemeral key material), \
-                 got {}",
-                self.rand_len(),
-                self.client.rand_len(),
-                self.ikm_lens()[0],
-                self.ikm_lens()[1],
-                rand.len()
-            )));
-        }
-        let (shard, ikms) = rand.split_at(self.client.rand_len());
-        let (leader_ikm, helper_ikm) = ikms.split_at(self.ikm_lens()[0]);
-        let shares = self.client.shard_with_random(measurement, report_id, shard)?;
-        self.seal(&shares, time, Some([leader_ikm, helper_ikm]))
-    }
-
-    fn seal(&self, shares: &Poplar1Shares, time: u64, ikms: Option<[&[u8]; 2]>) -> Result<Report> {
-        let metadata = ReportMetadata { report_id: shares.nonce, time: time - time % self.time_precision };
-        let [leader, helper] = &self.configs;
-        let input_shares = [shares.leader_share(), shares.helper_share()];
-        seal_shares(&self.task_id, metadata, &shares.public_share, input_shares, [leader, helper], ikms)
+        self.0.build_with_random(measurement, time, report_id, rand)
     }
 }

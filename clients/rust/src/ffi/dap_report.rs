@@ -10,14 +10,15 @@
 //! under `#if defined(LDP_CLIENT_PRIO)`. (Not named `dap.rs`: cbindgen reads src/ffi.rs as a crate root, and would
 //! take `mod dap;` for src/dap.rs, the Rust API.)
 
+use std::borrow::Borrow;
 use std::ptr;
 
 use super::handles::{free_handle, handle, new_handle, Handle};
 use super::last_error::guard;
-use super::marshal::{c_bytes, out};
+use super::marshal::{c_bytes, out, out_bytes, out_ptr};
 use super::sharding::{measurement, LdpPrio3};
 use super::LdpStatus;
-use crate::dap::{HpkeConfig, HpkeConfigList, Report, ReportBuilder, REPORT_ID_LEN, TASK_ID_LEN};
+use crate::dap::{DapBuilder, HpkeConfig, HpkeConfigList, Report, ReportVdaf, REPORT_ID_LEN, TASK_ID_LEN};
 use crate::error::{Error, Result};
 
 /// Bytes of a DAP report ID (`ldp_dap_report_id`), which is also the report's Prio3 nonce.
@@ -46,57 +47,91 @@ impl Handle for LdpDapReport {
     const KIND: &'static str = "a DAP report";
 }
 
-/// The report builder of one call: the client, the task ID, both configs and the time precision, checked.
+/// The task arguments of a C report call, as the caller passed them: the task ID, the time precision and the
+/// leader's and the helper's `HpkeConfig` (DAP's encodings). Shared by the Prio3 and the Poplar1 reports.
 #[cfg(feature = "prio")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn builder(
-    prio3: *const LdpPrio3,
-    task_id: *const u8,
-    task_id_len: usize,
-    time_precision: u64,
-    leader_config: *const u8,
-    leader_config_len: usize,
-    helper_config: *const u8,
-    helper_config_len: usize,
-) -> Result<ReportBuilder> {
-    let client = handle(prio3, "prio3")?.0.clone();
-    let (task_id, leader, helper) =
-        task_and_configs(task_id, task_id_len, leader_config, leader_config_len, helper_config, helper_config_len)?;
-    ReportBuilder::new(client, task_id, leader, helper)?.with_time_precision(time_precision)
+pub(super) struct TaskArgs {
+    pub(super) task_id: *const u8,
+    pub(super) task_id_len: usize,
+    pub(super) time_precision: u64,
+    pub(super) leader_config: *const u8,
+    pub(super) leader_config_len: usize,
+    pub(super) helper_config: *const u8,
+    pub(super) helper_config_len: usize,
 }
 
-/// The task ID and the leader's and the helper's configs of a call (DAP's encodings), read; shared with the
-/// Poplar1 reports (`poplar1_sharding.rs`).
 #[cfg(feature = "prio")]
-pub(super) unsafe fn task_and_configs(
-    task_id: *const u8,
-    task_id_len: usize,
-    leader_config: *const u8,
-    leader_config_len: usize,
-    helper_config: *const u8,
-    helper_config_len: usize,
-) -> Result<([u8; TASK_ID_LEN], HpkeConfig, HpkeConfig)> {
-    let task_id: [u8; TASK_ID_LEN] = c_bytes(task_id, task_id_len, "task_id")?
-        .try_into()
-        .map_err(|_| Error::value(format!("a task ID is {TASK_ID_LEN} bytes, got {task_id_len}")))?;
-    let config = |p, len, who: &str| -> Result<HpkeConfig> {
-        HpkeConfig::decode(c_bytes(p, len, who)?).map_err(|e| Error::value(format!("{who}: {e}")))
+impl TaskArgs {
+    /// The arguments of a `_rand_len` call: the configs alone (a zero task ID, a time precision of 1: neither
+    /// changes the length).
+    pub(super) fn configs(
+        leader_config: *const u8,
+        leader_config_len: usize,
+        helper_config: *const u8,
+        helper_config_len: usize,
+    ) -> Self {
+        static ZEROS: [u8; TASK_ID_LEN] = [0; TASK_ID_LEN];
+        let (task_id, task_id_len, time_precision) = (ZEROS.as_ptr(), TASK_ID_LEN, 1);
+        TaskArgs {
+            task_id,
+            task_id_len,
+            time_precision,
+            leader_config,
+            leader_config_len,
+            helper_config,
+            helper_config_len,
+        }
+    }
+
+    /// `client`'s report builder for this task: the task ID, both configs and the time precision, read and checked.
+    pub(super) unsafe fn builder<C: ReportVdaf>(&self, client: C) -> Result<DapBuilder<C>> {
+        let task_id: [u8; TASK_ID_LEN] = c_bytes(self.task_id, self.task_id_len, "task_id")?
+            .try_into()
+            .map_err(|_| Error::value(format!("a task ID is {TASK_ID_LEN} bytes, got {}", self.task_id_len)))?;
+        let config = |p, len, who: &str| -> Result<HpkeConfig> {
+            HpkeConfig::decode(c_bytes(p, len, who)?).map_err(|e| Error::value(format!("{who}: {e}")))
+        };
+        let leader = config(self.leader_config, self.leader_config_len, "leader_config")?;
+        let helper = config(self.helper_config, self.helper_config_len, "helper_config")?;
+        DapBuilder::new(client, task_id, leader, helper)?.with_time_precision(self.time_precision)
+    }
+}
+
+/// The caller's report ID and randomness of a `_with_random` report call.
+#[cfg(feature = "prio")]
+pub(super) struct GivenRandom {
+    pub(super) report_id: *const u8,
+    pub(super) report_id_len: usize,
+    pub(super) rand: *const u8,
+    pub(super) rand_len: usize,
+}
+
+/// The report of one C call, of any VDAF, into a new `LdpDapReport`: the measurement `read` from the call's
+/// arguments, sharded and sealed by `b`, with the OS generator's report ID and randomness or the caller's.
+/// Checked in this order: the report ID, the randomness, the measurement.
+#[cfg(feature = "prio")]
+pub(super) unsafe fn sealed_report<C: ReportVdaf, M: Borrow<C::Measurement>>(
+    b: &DapBuilder<C>,
+    read: impl FnOnce(&C) -> Result<M>,
+    time: u64,
+    random: Option<GivenRandom>,
+) -> Result<*mut LdpDapReport> {
+    let report = match random {
+        None => b.build(read(b.client())?.borrow(), time)?,
+        Some(r) => {
+            let id: &[u8; REPORT_ID_LEN] = c_bytes(r.report_id, r.report_id_len, "report_id")?
+                .try_into()
+                .map_err(|_| Error::value(format!("a report ID is {REPORT_ID_LEN} bytes, got {}", r.report_id_len)))?;
+            let rand = c_bytes(r.rand, r.rand_len, "rand")?;
+            b.build_with_random(read(b.client())?.borrow(), time, id, rand)?
+        }
     };
-    let leader = config(leader_config, leader_config_len, "leader_config")?;
-    let helper = config(helper_config, helper_config_len, "helper_config")?;
-    Ok((task_id, leader, helper))
+    new_report(&report)
 }
 
-/// A report ID argument (`LDP_DAP_REPORT_ID_LEN` bytes).
+/// A report's handle.
 #[cfg(feature = "prio")]
-pub(super) unsafe fn report_id<'a>(report_id: *const u8, report_id_len: usize) -> Result<&'a [u8; REPORT_ID_LEN]> {
-    c_bytes(report_id, report_id_len, "report_id")?
-        .try_into()
-        .map_err(|_| Error::value(format!("a report ID is {REPORT_ID_LEN} bytes, got {report_id_len}")))
-}
-
-#[cfg(feature = "prio")]
-pub(super) fn new_report(report: &Report) -> Result<*mut LdpDapReport> {
+fn new_report(report: &Report) -> Result<*mut LdpDapReport> {
     Ok(new_handle(LdpDapReport { bytes: report.encode()?, report_id: report.metadata.report_id }))
 }
 
@@ -132,22 +167,18 @@ pub unsafe extern "C" fn ldp_dap_report(
     helper_config_len: usize,
     out: *mut *mut LdpDapReport,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = ptr::null_mut();
-        let b = builder(
-            prio3,
-            task_id,
-            task_id_len,
-            time_precision,
-            leader_config,
-            leader_config_len,
-            helper_config,
-            helper_config_len,
-        )?;
-        let m = self::measurement(b.client(), measurement, len)?;
-        *o = new_report(&b.build(&m, time)?)?;
-        Ok(())
+    let task = TaskArgs {
+        task_id,
+        task_id_len,
+        time_precision,
+        leader_config,
+        leader_config_len,
+        helper_config,
+        helper_config_len,
+    };
+    out_ptr(out, "out", || {
+        let b = task.builder(handle(prio3, "prio3")?.0.clone())?;
+        sealed_report(&b, |c| self::measurement(c, measurement, len), time, None)
     })
 }
 
@@ -167,23 +198,8 @@ pub unsafe extern "C" fn ldp_dap_report_rand_len(
     helper_config_len: usize,
     out: *mut usize,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = 0;
-        let zeros = [0u8; TASK_ID_LEN];
-        let b = builder(
-            prio3,
-            zeros.as_ptr(),
-            TASK_ID_LEN,
-            1,
-            leader_config,
-            leader_config_len,
-            helper_config,
-            helper_config_len,
-        )?;
-        *o = b.rand_len();
-        Ok(())
-    })
+    let task = TaskArgs::configs(leader_config, leader_config_len, helper_config, helper_config_len);
+    out_ptr(out, "out", || Ok(task.builder(handle(prio3, "prio3")?.0.clone())?.rand_len()))
 }
 
 /// `ldp_dap_report` with the caller's report ID (`report_id_len` = 16 bytes) and randomness (`rand_len` =
@@ -215,24 +231,19 @@ pub unsafe extern "C" fn ldp_dap_report_with_random(
     rand_len: usize,
     out: *mut *mut LdpDapReport,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = ptr::null_mut();
-        let b = builder(
-            prio3,
-            task_id,
-            task_id_len,
-            time_precision,
-            leader_config,
-            leader_config_len,
-            helper_config,
-            helper_config_len,
-        )?;
-        let report_id = self::report_id(report_id, report_id_len)?;
-        let rand = c_bytes(rand, rand_len, "rand")?;
-        let m = self::measurement(b.client(), measurement, len)?;
-        *o = new_report(&b.build_with_random(&m, time, report_id, rand)?)?;
-        Ok(())
+    let task = TaskArgs {
+        task_id,
+        task_id_len,
+        time_precision,
+        leader_config,
+        leader_config_len,
+        helper_config,
+        helper_config_len,
+    };
+    let random = GivenRandom { report_id, report_id_len, rand, rand_len };
+    out_ptr(out, "out", || {
+        let b = task.builder(handle(prio3, "prio3")?.0.clone())?;
+        sealed_report(&b, |c| self::measurement(c, measurement, len), time, Some(random))
     })
 }
 
@@ -248,13 +259,7 @@ pub unsafe extern "C" fn ldp_dap_report_bytes(
     bytes: *mut *const u8,
     len: *mut usize,
 ) -> LdpStatus {
-    guard(|| {
-        let (b, l) = (self::out(bytes, "bytes")?, self::out(len, "len")?);
-        (*b, *l) = (ptr::null(), 0);
-        let r = handle(report, "report")?;
-        (*b, *l) = (r.bytes.as_ptr(), r.bytes.len());
-        Ok(())
-    })
+    out_bytes(bytes, len, || Ok(&handle(report, "report")?.bytes))
 }
 
 /// The report's ID: `*report_id` points to `LDP_DAP_REPORT_ID_LEN` (16) bytes inside `report` (valid until it is
@@ -265,12 +270,7 @@ pub unsafe extern "C" fn ldp_dap_report_bytes(
 #[cfg(feature = "prio")]
 #[no_mangle]
 pub unsafe extern "C" fn ldp_dap_report_id(report: *const LdpDapReport, report_id: *mut *const u8) -> LdpStatus {
-    guard(|| {
-        let o = self::out(report_id, "report_id")?;
-        *o = ptr::null();
-        *o = handle(report, "report")?.report_id.as_ptr();
-        Ok(())
-    })
+    out_ptr(report_id, "report_id", || Ok(handle(report, "report")?.report_id.as_ptr()))
 }
 
 /// Frees a report (null, or a handle of another kind, is ignored).

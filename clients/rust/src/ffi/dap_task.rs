@@ -7,13 +7,13 @@
 
 use std::ptr;
 
-use super::dap_report::{new_report, LdpDapReport};
+use super::dap_report::{sealed_report, GivenRandom, LdpDapReport};
 use super::handles::{free_handle, handle, new_handle, Handle};
 use super::last_error::guard;
-use super::marshal::{c_bytes, out};
+use super::marshal::{c_bytes, out, out_ptr};
 use super::sharding::measurement;
 use super::{LdpClient, LdpStatus};
-use crate::dap::{ReportBuilder, TaskFile, REPORT_ID_LEN};
+use crate::dap::{ReportBuilder, TaskFile};
 use crate::error::Error;
 use crate::prio3::Prio3Type;
 
@@ -107,13 +107,9 @@ pub unsafe extern "C" fn ldp_dap_task_report(
     time: u64,
     out: *mut *mut LdpDapReport,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = ptr::null_mut();
-        let b = &handle(task, "task")?.builder;
-        let m = self::measurement(b.client(), measurement, len)?;
-        *o = new_report(&b.build(&m, time)?)?;
-        Ok(())
+    out_ptr(out, "out", || {
+        let b = handle(task, "task")?.builder.dap();
+        sealed_report(b, |c| self::measurement(c, measurement, len), time, None)
     })
 }
 
@@ -137,16 +133,10 @@ pub unsafe extern "C" fn ldp_dap_task_report_with_random(
     rand_len: usize,
     out: *mut *mut LdpDapReport,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = ptr::null_mut();
-        let b = &handle(task, "task")?.builder;
-        let id: &[u8; REPORT_ID_LEN] = c_bytes(report_id, report_id_len, "report_id")?
-            .try_into()
-            .map_err(|_| Error::value(format!("a report ID is {REPORT_ID_LEN} bytes, got {report_id_len}")))?;
-        let m = self::measurement(b.client(), measurement, len)?;
-        *o = new_report(&b.build_with_random(&m, time, id, c_bytes(rand, rand_len, "rand")?)?)?;
-        Ok(())
+    let random = GivenRandom { report_id, report_id_len, rand, rand_len };
+    out_ptr(out, "out", || {
+        let b = handle(task, "task")?.builder.dap();
+        sealed_report(b, |c| self::measurement(c, measurement, len), time, Some(random))
     })
 }
 

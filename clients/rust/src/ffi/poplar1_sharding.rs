@@ -12,16 +12,13 @@
 //! item under `#if defined(LDP_CLIENT_POPLAR1)` (cbindgen.toml's `[defines]`). (Not named `poplar1.rs`: cbindgen
 //! reads src/ffi.rs as a crate root, and would take `mod poplar1;` for src/poplar1.rs, the Rust API.)
 
-use std::ptr;
-
-use super::dap_report::{new_report, report_id, task_and_configs, LdpDapReport};
+use super::dap_report::{sealed_report, GivenRandom, LdpDapReport, TaskArgs};
 use super::handles::{free_handle, handle, new_handle, Handle};
-use super::last_error::guard;
-use super::marshal::{c_bytes, invalid, out};
+use super::marshal::{c_bytes, out_bytes, out_ptr};
+use super::sharding::{input_share, nonce};
 use super::LdpStatus;
-use crate::dap::{Poplar1ReportBuilder, TASK_ID_LEN};
-use crate::error::{Error, Result};
-use crate::poplar1::{Poplar1Client, Poplar1Shares, MAX_BITS, NONCE_LEN, RAND_LEN};
+use crate::error::Result;
+use crate::poplar1::{Poplar1Client, Poplar1Shares, MAX_BITS, RAND_LEN};
 
 /// Bytes of sharding randomness one Poplar1 report takes (`ldp_poplar1_shard_with_random`'s `rand_len`).
 #[cfg(feature = "poplar1")]
@@ -71,12 +68,7 @@ pub unsafe extern "C" fn ldp_poplar1_new(
     ctx_len: usize,
     out: *mut *mut LdpPoplar1,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = ptr::null_mut();
-        *o = new_handle(LdpPoplar1(Poplar1Client::new(bits, c_bytes(ctx, ctx_len, "ctx")?)?));
-        Ok(())
-    })
+    out_ptr(out, "out", || Ok(new_handle(LdpPoplar1(Poplar1Client::new(bits, c_bytes(ctx, ctx_len, "ctx")?)?))))
 }
 
 /// Bytes of a packed measurement of `poplar1`: `ceil(bits / 8)`; 0 for a null handle or one of another kind.
@@ -112,13 +104,10 @@ pub unsafe extern "C" fn ldp_poplar1_shard(
     len: usize,
     out: *mut *mut LdpPoplar1Shares,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = ptr::null_mut();
+    out_ptr(out, "out", || {
         let client = &handle(poplar1, "poplar1")?.0;
         let m = self::measurement(client, measurement, len)?;
-        *o = new_handle(LdpPoplar1Shares(client.shard(&m)?));
-        Ok(())
+        Ok(new_handle(LdpPoplar1Shares(client.shard(&m)?)))
     })
 }
 
@@ -142,17 +131,11 @@ pub unsafe extern "C" fn ldp_poplar1_shard_with_random(
     rand_len: usize,
     out: *mut *mut LdpPoplar1Shares,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = ptr::null_mut();
+    out_ptr(out, "out", || {
         let client = &handle(poplar1, "poplar1")?.0;
-        let nonce: &[u8; NONCE_LEN] = c_bytes(nonce, nonce_len, "nonce")?
-            .try_into()
-            .map_err(|_| Error::value(format!("a nonce is {NONCE_LEN} bytes, got {nonce_len}")))?;
-        let rand = c_bytes(rand, rand_len, "rand")?;
+        let (nonce, rand) = (self::nonce(nonce, nonce_len)?, c_bytes(rand, rand_len, "rand")?);
         let m = self::measurement(client, measurement, len)?;
-        *o = new_handle(LdpPoplar1Shares(client.shard_with_random(&m, nonce, rand)?));
-        Ok(())
+        Ok(new_handle(LdpPoplar1Shares(client.shard_with_random(&m, nonce, rand)?)))
     })
 }
 
@@ -163,12 +146,7 @@ pub unsafe extern "C" fn ldp_poplar1_shard_with_random(
 #[cfg(feature = "poplar1")]
 #[no_mangle]
 pub unsafe extern "C" fn ldp_poplar1_shares_nonce(shares: *const LdpPoplar1Shares, nonce: *mut *const u8) -> LdpStatus {
-    guard(|| {
-        let o = self::out(nonce, "nonce")?;
-        *o = ptr::null();
-        *o = handle(shares, "shares")?.0.nonce.as_ptr();
-        Ok(())
-    })
+    out_ptr(nonce, "nonce", || Ok(handle(shares, "shares")?.0.nonce.as_ptr()))
 }
 
 /// The public share: `*bytes` points to `*len` bytes inside `shares` (valid until it is freed). Send it to both
@@ -183,13 +161,7 @@ pub unsafe extern "C" fn ldp_poplar1_shares_public_share(
     bytes: *mut *const u8,
     len: *mut usize,
 ) -> LdpStatus {
-    guard(|| {
-        let (b, l) = (self::out(bytes, "bytes")?, self::out(len, "len")?);
-        (*b, *l) = (ptr::null(), 0);
-        let s = &handle(shares, "shares")?.0;
-        (*b, *l) = (s.public_share.as_ptr(), s.public_share.len());
-        Ok(())
-    })
+    out_bytes(bytes, len, || Ok(&handle(shares, "shares")?.0.public_share))
 }
 
 /// The input share of aggregator `aggregator` (0: the leader, 1: the helper): `*bytes` points to `*len` bytes inside
@@ -206,36 +178,9 @@ pub unsafe extern "C" fn ldp_poplar1_shares_input_share(
     bytes: *mut *const u8,
     len: *mut usize,
 ) -> LdpStatus {
-    guard(|| {
-        let (b, l) = (self::out(bytes, "bytes")?, self::out(len, "len")?);
-        (*b, *l) = (ptr::null(), 0);
-        let share = handle(shares, "shares")?
-            .0
-            .input_shares
-            .get(aggregator)
-            .ok_or_else(|| invalid(format!("aggregator {aggregator} of Poplar1 shares, which have 2")))?;
-        (*b, *l) = (share.as_ptr(), share.len());
-        Ok(())
+    out_bytes(bytes, len, || {
+        input_share(&handle(shares, "shares")?.0, aggregator, || "Poplar1 shares, which have 2".to_string())
     })
-}
-
-/// The report builder of one call (`ldp_poplar1_dap_report*`): the client, the task, both configs, the precision.
-#[cfg(feature = "poplar1")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn builder(
-    poplar1: *const LdpPoplar1,
-    task_id: *const u8,
-    task_id_len: usize,
-    time_precision: u64,
-    leader_config: *const u8,
-    leader_config_len: usize,
-    helper_config: *const u8,
-    helper_config_len: usize,
-) -> Result<Poplar1ReportBuilder> {
-    let client = handle(poplar1, "poplar1")?.0.clone();
-    let (task_id, leader, helper) =
-        task_and_configs(task_id, task_id_len, leader_config, leader_config_len, helper_config, helper_config_len)?;
-    Poplar1ReportBuilder::new(client, task_id, leader, helper)?.with_time_precision(time_precision)
 }
 
 /// The DAP-09 report of a Poplar1 measurement (packed, as `ldp_poplar1_shard` takes it) for the task `task_id`
@@ -265,14 +210,18 @@ pub unsafe extern "C" fn ldp_poplar1_dap_report(
     helper_config_len: usize,
     out: *mut *mut LdpDapReport,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = ptr::null_mut();
-        let (leader, helper) = ((leader_config, leader_config_len), (helper_config, helper_config_len));
-        let b = builder(poplar1, task_id, task_id_len, time_precision, leader.0, leader.1, helper.0, helper.1)?;
-        let m = self::measurement(b.client(), measurement, len)?;
-        *o = new_report(&b.build(&m, time)?)?;
-        Ok(())
+    let task = TaskArgs {
+        task_id,
+        task_id_len,
+        time_precision,
+        leader_config,
+        leader_config_len,
+        helper_config,
+        helper_config_len,
+    };
+    out_ptr(out, "out", || {
+        let b = task.builder(handle(poplar1, "poplar1")?.0.clone())?;
+        sealed_report(&b, |c| self::measurement(c, measurement, len), time, None)
     })
 }
 
@@ -291,14 +240,8 @@ pub unsafe extern "C" fn ldp_poplar1_dap_report_rand_len(
     helper_config_len: usize,
     out: *mut usize,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = 0;
-        let zeros = [0u8; TASK_ID_LEN];
-        let (leader, helper) = ((leader_config, leader_config_len), (helper_config, helper_config_len));
-        *o = builder(poplar1, zeros.as_ptr(), TASK_ID_LEN, 1, leader.0, leader.1, helper.0, helper.1)?.rand_len();
-        Ok(())
-    })
+    let task = TaskArgs::configs(leader_config, leader_config_len, helper_config, helper_config_len);
+    out_ptr(out, "out", || Ok(task.builder(handle(poplar1, "poplar1")?.0.clone())?.rand_len()))
 }
 
 /// `ldp_poplar1_dap_report` with the caller's report ID (16 bytes) and randomness
@@ -328,16 +271,19 @@ pub unsafe extern "C" fn ldp_poplar1_dap_report_with_random(
     rand_len: usize,
     out: *mut *mut LdpDapReport,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = ptr::null_mut();
-        let (leader, helper) = ((leader_config, leader_config_len), (helper_config, helper_config_len));
-        let b = builder(poplar1, task_id, task_id_len, time_precision, leader.0, leader.1, helper.0, helper.1)?;
-        let report_id = self::report_id(report_id, report_id_len)?;
-        let rand = c_bytes(rand, rand_len, "rand")?;
-        let m = self::measurement(b.client(), measurement, len)?;
-        *o = new_report(&b.build_with_random(&m, time, report_id, rand)?)?;
-        Ok(())
+    let task = TaskArgs {
+        task_id,
+        task_id_len,
+        time_precision,
+        leader_config,
+        leader_config_len,
+        helper_config,
+        helper_config_len,
+    };
+    let random = GivenRandom { report_id, report_id_len, rand, rand_len };
+    out_ptr(out, "out", || {
+        let b = task.builder(handle(poplar1, "poplar1")?.0.clone())?;
+        sealed_report(&b, |c| self::measurement(c, measurement, len), time, Some(random))
     })
 }
 

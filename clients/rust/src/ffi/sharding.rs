@@ -5,15 +5,12 @@
 //! Every item carries `#[cfg(feature = "prio")]` itself: cbindgen reads this file on its own and puts each such item
 //! under `#if defined(LDP_CLIENT_PRIO)` (cbindgen.toml's `[defines]`).
 
-use std::ptr;
-
 use super::handles::{free_handle, handle, new_handle, Handle};
-use super::last_error::guard;
-use super::marshal::{c_bytes, invalid, out};
+use super::marshal::{c_bytes, invalid, out_bytes, out_ptr};
 use super::sharding_drafts::LDP_VDAF_DRAFT_18;
 use super::LdpStatus;
 use crate::error::{Refusal, RefusalCode, Result};
-use crate::prio3::{Measurement, Prio3Client, Prio3Shares, Prio3Type, VdafDraft, NONCE_LEN};
+use crate::prio3::{Measurement, Prio3Client, Prio3Shares, Prio3Type, VdafDraft, VdafShares, NONCE_LEN};
 
 /// Bytes of a Prio3 report's nonce (`ldp_prio3_shares_nonce`).
 #[cfg(feature = "prio")]
@@ -53,17 +50,14 @@ pub(super) unsafe fn new_prio3(
     ctx_len: usize,
     out: *mut *mut LdpPrio3,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = ptr::null_mut();
+    out_ptr(out, "out", || {
         let ctx = c_bytes(ctx, ctx_len, "ctx")?;
         let draft = VdafDraft::from_number(draft).ok_or_else(|| {
             crate::Error::value(format!(
                 "VDAF draft {draft} is not one this library speaks: 8 (LDP_VDAF_DRAFT_08) or 18 (LDP_VDAF_DRAFT_18)"
             ))
         })?;
-        *o = new_handle(LdpPrio3(Prio3Client::with_draft(draft, typ(draft), ctx)?));
-        Ok(())
+        Ok(new_handle(LdpPrio3(Prio3Client::with_draft(draft, typ(draft), ctx)?)))
     })
 }
 
@@ -204,6 +198,26 @@ pub(super) unsafe fn measurement(client: &Prio3Client, values: *const u64, len: 
     })
 }
 
+/// The nonce argument of a `_shard_with_random` call (`NONCE_LEN` bytes); shared with Poplar1's.
+#[cfg(feature = "prio")]
+pub(super) unsafe fn nonce<'a>(nonce: *const u8, nonce_len: usize) -> Result<&'a [u8; NONCE_LEN]> {
+    c_bytes(nonce, nonce_len, "nonce")?
+        .try_into()
+        .map_err(|_| crate::Error::value(format!("a nonce is {NONCE_LEN} bytes, got {nonce_len}")))
+}
+
+/// Input share `aggregator` of `shares` (any VDAF's); another `aggregator` is `LDP_INVALID_ARGUMENT`, the shares
+/// named by `what`.
+#[cfg(feature = "prio")]
+pub(super) fn input_share<S: VdafShares>(
+    shares: &S,
+    aggregator: usize,
+    what: impl FnOnce() -> String,
+) -> Result<&[u8]> {
+    let share = shares.input_shares().get(aggregator);
+    share.map(Vec::as_slice).ok_or_else(|| invalid(format!("aggregator {aggregator} of {}", what())))
+}
+
 /// Shards a measurement with a fresh nonce and fresh randomness from the OS generator into `*out` (free it with
 /// `ldp_prio3_shares_free`). The measurement is `len` unsigned integers: Count `{0}` or `{1}`; Sum `{value}`;
 /// SumVec the `length` entries; Histogram `{bucket index}`.
@@ -226,13 +240,10 @@ pub unsafe extern "C" fn ldp_prio3_shard(
     len: usize,
     out: *mut *mut LdpPrio3Shares,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = ptr::null_mut();
+    out_ptr(out, "out", || {
         let client = &handle(prio3, "prio3")?.0;
         let m = self::measurement(client, measurement, len)?;
-        *o = new_handle(LdpPrio3Shares(client.shard(&m)?));
-        Ok(())
+        Ok(new_handle(LdpPrio3Shares(client.shard(&m)?)))
     })
 }
 
@@ -256,17 +267,11 @@ pub unsafe extern "C" fn ldp_prio3_shard_with_random(
     rand_len: usize,
     out: *mut *mut LdpPrio3Shares,
 ) -> LdpStatus {
-    guard(|| {
-        let o = self::out(out, "out")?;
-        *o = ptr::null_mut();
+    out_ptr(out, "out", || {
         let client = &handle(prio3, "prio3")?.0;
-        let nonce: &[u8; NONCE_LEN] = c_bytes(nonce, nonce_len, "nonce")?
-            .try_into()
-            .map_err(|_| crate::Error::value(format!("a nonce is {NONCE_LEN} bytes, got {nonce_len}")))?;
-        let rand = c_bytes(rand, rand_len, "rand")?;
+        let (nonce, rand) = (self::nonce(nonce, nonce_len)?, c_bytes(rand, rand_len, "rand")?);
         let m = self::measurement(client, measurement, len)?;
-        *o = new_handle(LdpPrio3Shares(client.shard_with_random(&m, nonce, rand)?));
-        Ok(())
+        Ok(new_handle(LdpPrio3Shares(client.shard_with_random(&m, nonce, rand)?)))
     })
 }
 
@@ -278,12 +283,7 @@ pub unsafe extern "C" fn ldp_prio3_shard_with_random(
 #[cfg(feature = "prio")]
 #[no_mangle]
 pub unsafe extern "C" fn ldp_prio3_shares_nonce(shares: *const LdpPrio3Shares, nonce: *mut *const u8) -> LdpStatus {
-    guard(|| {
-        let o = self::out(nonce, "nonce")?;
-        *o = ptr::null();
-        *o = handle(shares, "shares")?.0.nonce.as_ptr();
-        Ok(())
-    })
+    out_ptr(nonce, "nonce", || Ok(handle(shares, "shares")?.0.nonce.as_ptr()))
 }
 
 /// The public share: `*bytes` points to `*len` bytes inside `shares` (valid until it is freed; `*len` is 0 for
@@ -298,13 +298,7 @@ pub unsafe extern "C" fn ldp_prio3_shares_public_share(
     bytes: *mut *const u8,
     len: *mut usize,
 ) -> LdpStatus {
-    guard(|| {
-        let (b, l) = (self::out(bytes, "bytes")?, self::out(len, "len")?);
-        (*b, *l) = (ptr::null(), 0);
-        let s = &handle(shares, "shares")?.0;
-        (*b, *l) = (s.public_share.as_ptr(), s.public_share.len());
-        Ok(())
-    })
+    out_bytes(bytes, len, || Ok(&handle(shares, "shares")?.0.public_share))
 }
 
 /// The input share of aggregator `aggregator` (0: the leader, 1: the helper): `*bytes` points to `*len` bytes inside
@@ -321,15 +315,9 @@ pub unsafe extern "C" fn ldp_prio3_shares_input_share(
     bytes: *mut *const u8,
     len: *mut usize,
 ) -> LdpStatus {
-    guard(|| {
-        let (b, l) = (self::out(bytes, "bytes")?, self::out(len, "len")?);
-        (*b, *l) = (ptr::null(), 0);
+    out_bytes(bytes, len, || {
         let s = &handle(shares, "shares")?.0;
-        let share = s.input_shares.get(aggregator).ok_or_else(|| {
-            invalid(format!("aggregator {aggregator} of shares for {} aggregators", s.input_shares.len()))
-        })?;
-        (*b, *l) = (share.as_ptr(), share.len());
-        Ok(())
+        input_share(s, aggregator, || format!("shares for {} aggregators", s.input_shares.len()))
     })
 }
 

@@ -3,7 +3,7 @@
 
 use super::types::check_params;
 use super::{
-    draft08, draft18, wipe, Measurement, Prio3Shares, Prio3Type, VdafDraft, AGGREGATORS, MAX_CTX_LEN, NONCE_LEN,
+    check_ctx_len, draft08, draft18, wipe, Measurement, Prio3Shares, Prio3Type, VdafDraft, AGGREGATORS, NONCE_LEN,
 };
 use crate::error::{Error, Refusal, RefusalCode, Result};
 
@@ -28,7 +28,7 @@ pub struct Prio3Client {
 
 impl Prio3Client {
     /// The VDAF draft 18 client of `typ` for two aggregators (leader and helper) with the application context
-    /// `ctx` (the bytes both aggregators use for this task: at most [`MAX_CTX_LEN`]).
+    /// `ctx` (the bytes both aggregators use for this task: at most [`MAX_CTX_LEN`](super::MAX_CTX_LEN)).
     ///
     /// Bad parameters are refused: `param_range` for a bound out of range (`param`, `got`, `min`, `max`),
     /// `param_length` for a `ctx` too long, `param_limit` (`limit` `"prio3_encoded_length"`) for a measurement
@@ -61,14 +61,7 @@ impl Prio3Client {
         if !draft.has_ctx() && !ctx.is_empty() {
             return Err(Refusal::relation(draft08::NO_CTX_RULE, &["ctx", "draft"]).with("got", ctx.len()).into());
         }
-        if ctx.len() > MAX_CTX_LEN {
-            return Err(Refusal::value(RefusalCode::ParamLength)
-                .with("param", "ctx")
-                .with("got", ctx.len())
-                .with("min", 0)
-                .with("max", MAX_CTX_LEN)
-                .into());
-        }
+        check_ctx_len(ctx)?;
         check_params(draft, &typ)?;
         let vdaf = match draft {
             VdafDraft::Draft08 => Vdaf::Draft08(draft08::Vdaf::new(&typ, aggregators)?),

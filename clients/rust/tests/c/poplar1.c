@@ -25,22 +25,7 @@
 #include "ldp_client.h"
 #include "prio3_io.h"
 
-static void print_poplar1_shares(const LdpPoplar1Shares *shares) {
-    const uint8_t *bytes = NULL;
-    size_t len = 0, i;
-    if (ldp_poplar1_shares_nonce(shares, &bytes) != LDP_OK) abort();
-    printf("shares\t");
-    print_hex(bytes, 16);
-    if (ldp_poplar1_shares_public_share(shares, &bytes, &len) != LDP_OK) abort();
-    putchar('\t');
-    print_hex(bytes, len);
-    for (i = 0; i < 2; i++) {
-        if (ldp_poplar1_shares_input_share(shares, i, &bytes, &len) != LDP_OK) abort();
-        putchar('\t');
-        print_hex(bytes, len);
-    }
-    putchar('\n');
-}
+static void print_poplar1_shares(const LdpPoplar1Shares *shares) { PRINT_SHARES(ldp_poplar1, shares); }
 
 static void shard_record(const LdpPoplar1 *client, char **fields) {
     size_t m_len, nonce_len, rand_len;
@@ -57,24 +42,18 @@ static void shard_record(const LdpPoplar1 *client, char **fields) {
 }
 
 static void report_record(const LdpPoplar1 *client, char **fields) {
-    size_t m_len, task_len, leader_len, helper_len, id_len, rand_len;
-    uint8_t *m = parse_hex(fields[1], &m_len), *task = parse_hex(fields[2], &task_len);
-    uint8_t *leader = parse_hex(fields[5], &leader_len), *helper = parse_hex(fields[6], &helper_len);
-    uint8_t *id = parse_hex(fields[7], &id_len), *rand = parse_hex(fields[8], &rand_len);
-    uint64_t time = strtoull(fields[3], NULL, 10), precision = strtoull(fields[4], NULL, 10);
+    size_t m_len;
+    uint8_t *m = parse_hex(fields[1], &m_len);
+    struct report_task t;
     LdpDapReport *report = NULL;
-    LdpStatus s = ldp_poplar1_dap_report_with_random(client, m, m_len, task, task_len, time, precision, leader,
-                                                     leader_len, helper, helper_len, id, id_len, rand, rand_len,
-                                                     &report);
-    if (s == LDP_OK) print_report(report);
-    else print_refusal(s);
-    ldp_dap_report_free(report);
+    LdpStatus s;
+    parse_report_task(fields, 9, &t);
+    s = ldp_poplar1_dap_report_with_random(client, m, m_len, t.task, t.task_len, t.time, t.precision, t.leader,
+                                           t.leader_len, t.helper, t.helper_len, t.id, t.id_len, t.rand, t.rand_len,
+                                           &report);
+    print_report_or_refusal(s, report);
     free(m);
-    free(task);
-    free(leader);
-    free(helper);
-    free(id);
-    free(rand);
+    free_report_task(&t);
 }
 
 static void rand_len_record(const LdpPoplar1 *client, char **fields) {
@@ -87,44 +66,37 @@ static void rand_len_record(const LdpPoplar1 *client, char **fields) {
     free(helper);
 }
 
-static int replay(const char *path) {
-    FILE *f = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    LdpPoplar1 *client = NULL;
-    if (f == NULL) {
-        perror(path);
-        return 2;
+/* One record of the case file; `state` is the last client (an LdpPoplar1 *). An unknown record stops the replay. */
+static int record(char **fields, int n, void *state) {
+    LdpPoplar1 **client = state;
+    if (strcmp(fields[0], "client") == 0 && n == 3) {
+        size_t ctx_len;
+        uint8_t *ctx = parse_hex(fields[2], &ctx_len);
+        LdpStatus s;
+        ldp_poplar1_free(*client);
+        *client = NULL;
+        s = ldp_poplar1_new((size_t)strtoull(fields[1], NULL, 10), ctx, ctx_len, client);
+        if (s == LDP_OK) printf("client\tok\t%lu\n", (unsigned long)ldp_poplar1_measurement_len(*client));
+        else print_refusal(s);
+        free(ctx);
+    } else if (strcmp(fields[0], "shard") == 0 && n == 4) {
+        shard_record(*client, fields);
+    } else if (strcmp(fields[0], "report") == 0 && n == 9) {
+        report_record(*client, fields);
+    } else if (strcmp(fields[0], "rand_len") == 0 && n == 3) {
+        rand_len_record(*client, fields);
+    } else {
+        fprintf(stderr, "bad record: %s\n", fields[0]);
+        return 1;
     }
-    while (getline(&line, &cap, f) > 0) {
-        char *fields[10];
-        int n = split(line, fields, 10);
-        if (strcmp(fields[0], "client") == 0 && n == 3) {
-            size_t ctx_len;
-            uint8_t *ctx = parse_hex(fields[2], &ctx_len);
-            LdpStatus s;
-            ldp_poplar1_free(client);
-            client = NULL;
-            s = ldp_poplar1_new((size_t)strtoull(fields[1], NULL, 10), ctx, ctx_len, &client);
-            if (s == LDP_OK) printf("client\tok\t%lu\n", (unsigned long)ldp_poplar1_measurement_len(client));
-            else print_refusal(s);
-            free(ctx);
-        } else if (strcmp(fields[0], "shard") == 0 && n == 4) {
-            shard_record(client, fields);
-        } else if (strcmp(fields[0], "report") == 0 && n == 9) {
-            report_record(client, fields);
-        } else if (strcmp(fields[0], "rand_len") == 0 && n == 3) {
-            rand_len_record(client, fields);
-        } else {
-            fprintf(stderr, "bad record: %s\n", fields[0]);
-            return 2;
-        }
-        fflush(stdout);
-    }
-    ldp_poplar1_free(client);
-    free(line);
-    fclose(f);
     return 0;
+}
+
+static int replay(const char *path) {
+    LdpPoplar1 *client = NULL;
+    int status = replay_file(path, record, &client);
+    ldp_poplar1_free(client);
+    return status;
 }
 
 static int selftest(void) {

@@ -61,101 +61,84 @@ static void client_record(char **fields, int n, LdpPrio3 **client) {
 
 /* A `report` (with_random: 9 fields) or `report_os` (7 fields) record of the last client. */
 static void report_record(const LdpPrio3 *client, char **fields, int n) {
-    size_t m_len, task_len, leader_len, helper_len, id_len = 0, rand_len = 0;
+    size_t m_len;
     uint64_t *m = parse_u64s(fields[1], &m_len);
-    uint8_t *task = parse_hex(fields[2], &task_len), *leader = parse_hex(fields[5], &leader_len);
-    uint8_t *helper = parse_hex(fields[6], &helper_len), *id = NULL, *rand = NULL;
-    uint64_t time = strtoull(fields[3], NULL, 10), precision = strtoull(fields[4], NULL, 10);
+    struct report_task t;
     LdpDapReport *report = NULL;
     LdpStatus s;
-    if (n == 9) {
-        id = parse_hex(fields[7], &id_len);
-        rand = parse_hex(fields[8], &rand_len);
-        s = ldp_dap_report_with_random(client, m, m_len, task, task_len, time, precision, leader, leader_len, helper,
-                                       helper_len, id, id_len, rand, rand_len, &report);
-    } else {
-        s = ldp_dap_report(client, m, m_len, task, task_len, time, precision, leader, leader_len, helper, helper_len,
-                           &report);
-    }
-    if (s == LDP_OK) print_report(report);
-    else print_refusal(s);
-    ldp_dap_report_free(report);
+    parse_report_task(fields, n, &t);
+    if (n == 9)
+        s = ldp_dap_report_with_random(client, m, m_len, t.task, t.task_len, t.time, t.precision, t.leader,
+                                       t.leader_len, t.helper, t.helper_len, t.id, t.id_len, t.rand, t.rand_len,
+                                       &report);
+    else
+        s = ldp_dap_report(client, m, m_len, t.task, t.task_len, t.time, t.precision, t.leader, t.leader_len,
+                           t.helper, t.helper_len, &report);
+    print_report_or_refusal(s, report);
     free(m);
-    free(task);
-    free(leader);
-    free(helper);
-    free(id);
+    free_report_task(&t);
+}
+
+/* A `shard` (with_random: 4 fields) or `shard_os` (2 fields) record of the last client. */
+static void shard_record(const LdpPrio3 *client, char **fields, int n) {
+    size_t m_len, nonce_len = 0, rand_len = 0;
+    uint64_t *m = parse_u64s(fields[1], &m_len);
+    uint8_t *nonce = n == 4 ? parse_hex(fields[2], &nonce_len) : NULL;
+    uint8_t *rand = n == 4 ? parse_hex(fields[3], &rand_len) : NULL;
+    LdpPrio3Shares *shares = NULL;
+    LdpStatus s = n == 4 ? ldp_prio3_shard_with_random(client, m, m_len, nonce, nonce_len, rand, rand_len, &shares)
+                         : ldp_prio3_shard(client, m, m_len, &shares);
+    if (s == LDP_OK) print_shares(shares);
+    else print_refusal(s);
+    ldp_prio3_shares_free(shares);
+    free(m);
+    free(nonce);
     free(rand);
 }
 
-static int replay(const char *path) {
-    FILE *f = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    LdpPrio3 *client = NULL;
-    if (f == NULL) {
-        perror(path);
-        return 2;
-    }
-    while (getline(&line, &cap, f) > 0) {
-        char *fields[10];
-        int n = split(line, fields, 10);
-        if (strcmp(fields[0], "client") == 0 && (n == 6 || n == 7)) {
-            ldp_prio3_free(client);
-            client = NULL;
-            client_record(fields, n, &client);
-        } else if (strcmp(fields[0], "shard_os") == 0 && n == 2) {
-            size_t m_len;
-            uint64_t *m = parse_u64s(fields[1], &m_len);
-            LdpPrio3Shares *shares = NULL;
-            LdpStatus s = ldp_prio3_shard(client, m, m_len, &shares);
-            if (s == LDP_OK) print_shares(shares);
-            else print_refusal(s);
-            ldp_prio3_shares_free(shares);
-            free(m);
-        } else if (strcmp(fields[0], "shard") == 0 && n == 4) {
-            size_t m_len, nonce_len, rand_len;
-            uint64_t *m = parse_u64s(fields[1], &m_len);
-            uint8_t *nonce = parse_hex(fields[2], &nonce_len), *rand = parse_hex(fields[3], &rand_len);
-            LdpPrio3Shares *shares = NULL;
-            LdpStatus s = ldp_prio3_shard_with_random(client, m, m_len, nonce, nonce_len, rand, rand_len, &shares);
-            if (s == LDP_OK) print_shares(shares);
-            else print_refusal(s);
-            ldp_prio3_shares_free(shares);
-            free(m);
-            free(nonce);
-            free(rand);
-        } else if ((strcmp(fields[0], "report") == 0 && n == 9) || (strcmp(fields[0], "report_os") == 0 && n == 7)) {
-            report_record(client, fields, n);
-        } else if (strcmp(fields[0], "rand_len") == 0 && n == 3) {
-            size_t leader_len, helper_len, len = 0;
-            uint8_t *leader = parse_hex(fields[1], &leader_len), *helper = parse_hex(fields[2], &helper_len);
-            LdpStatus s = ldp_dap_report_rand_len(client, leader, leader_len, helper, helper_len, &len);
-            if (s == LDP_OK) printf("rand_len\t%lu\n", (unsigned long)len);
-            else print_refusal(s);
-            free(leader);
-            free(helper);
-        } else if (strcmp(fields[0], "select") == 0 && n == 2) {
-            size_t list_len, len = 0;
-            uint8_t *list = parse_hex(fields[1], &list_len);
-            const uint8_t *config = NULL;
-            LdpStatus s = ldp_dap_hpke_config_select(list, list_len, &config, &len);
-            if (s == LDP_OK) {
-                printf("selected\t");
-                print_hex(config, len);
-                putchar('\n');
-            } else {
-                print_refusal(s);
-            }
-            free(list);
+/* One record of the case file; `state` is the last client (an LdpPrio3 *). An unknown record is printed as one. */
+static int record(char **fields, int n, void *state) {
+    LdpPrio3 **client = state;
+    if (strcmp(fields[0], "client") == 0 && (n == 6 || n == 7)) {
+        ldp_prio3_free(*client);
+        *client = NULL;
+        client_record(fields, n, client);
+    } else if ((strcmp(fields[0], "shard_os") == 0 && n == 2) || (strcmp(fields[0], "shard") == 0 && n == 4)) {
+        shard_record(*client, fields, n);
+    } else if ((strcmp(fields[0], "report") == 0 && n == 9) || (strcmp(fields[0], "report_os") == 0 && n == 7)) {
+        report_record(*client, fields, n);
+    } else if (strcmp(fields[0], "rand_len") == 0 && n == 3) {
+        size_t leader_len, helper_len, len = 0;
+        uint8_t *leader = parse_hex(fields[1], &leader_len), *helper = parse_hex(fields[2], &helper_len);
+        LdpStatus s = ldp_dap_report_rand_len(*client, leader, leader_len, helper, helper_len, &len);
+        if (s == LDP_OK) printf("rand_len\t%lu\n", (unsigned long)len);
+        else print_refusal(s);
+        free(leader);
+        free(helper);
+    } else if (strcmp(fields[0], "select") == 0 && n == 2) {
+        size_t list_len, len = 0;
+        uint8_t *list = parse_hex(fields[1], &list_len);
+        const uint8_t *config = NULL;
+        LdpStatus s = ldp_dap_hpke_config_select(list, list_len, &config, &len);
+        if (s == LDP_OK) {
+            printf("selected\t");
+            print_hex(config, len);
+            putchar('\n');
         } else {
-            printf("bad record %s\n", fields[0]);
+            print_refusal(s);
         }
+        free(list);
+    } else {
+        printf("bad record %s\n", fields[0]);
     }
-    ldp_prio3_free(client);
-    free(line);
-    fclose(f);
     return 0;
+}
+
+static int replay(const char *path) {
+    LdpPrio3 *client = NULL;
+    int status = replay_file(path, record, &client);
+    ldp_prio3_free(client);
+    return status;
 }
 
 /* ---------------------------------------------------------------------------------------------------------------

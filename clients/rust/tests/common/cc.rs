@@ -89,3 +89,71 @@ pub fn compile_c(source: &str, exe: &Path, flags: &[&str]) -> (Command, Output) 
     let out = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler {compiler:?}: {e}"));
     (cmd, out)
 }
+
+/// A C test program of the crate: its source (a path under the crate), the flags it is always built with, and the
+/// scratch folder of this test process it is built into. What each C interface test (`c_prio3`, `c_poplar1`,
+/// `c_api`) compiles, runs and runs again under the sanitizers.
+pub struct CProgram {
+    pub source: &'static str,
+    pub flags: &'static [&'static str],
+    pub dir: PathBuf,
+}
+
+/// The flags of a build under AddressSanitizer and UndefinedBehaviorSanitizer (leaks included).
+pub const SANITIZER_FLAGS: [&str; 3] = ["-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer"];
+
+/// The environment of a run under the sanitizers: a leak or an error fails the run.
+pub const SANITIZER_ENV: [(&str, &str); 2] =
+    [("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=23"), ("UBSAN_OPTIONS", "halt_on_error=1")];
+
+impl CProgram {
+    /// The program built with `extra` flags into `dir/name`: the command and its output, and the executable.
+    pub fn compile(&self, name: &str, extra: &[&str]) -> (Command, Output, PathBuf) {
+        let exe = self.dir.join(name);
+        let flags: Vec<&str> = self.flags.iter().chain(extra).copied().collect();
+        let (cmd, out) = compile_c(self.source, &exe, &flags);
+        (cmd, out, exe)
+    }
+
+    /// The program built into `dir/name`; a panic with the compiler's output if it does not build.
+    pub fn build(&self, name: &str) -> PathBuf {
+        let (cmd, out, exe) = self.compile(name, &[]);
+        assert!(
+            out.status.success(),
+            "compiling {} failed ({cmd:?}):\n{}{}",
+            self.source,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        exe
+    }
+
+    /// The program built into `dir/name` under the sanitizers ([`SANITIZER_FLAGS`]); `None`, with a note, where the
+    /// compiler has no sanitizer runtime, unless `LDP_REQUIRE_ASAN` is set (then a panic).
+    pub fn build_sanitized(&self, name: &str) -> Option<PathBuf> {
+        let (cmd, out, exe) = self.compile(name, &SANITIZER_FLAGS);
+        if out.status.success() {
+            return Some(exe);
+        }
+        let why = format!("{cmd:?}:\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            std::env::var_os("LDP_REQUIRE_ASAN").is_none(),
+            "no sanitizer build, and LDP_REQUIRE_ASAN is set: {why}"
+        );
+        eprintln!("skipped: the C compiler cannot build with -fsanitize=address ({why})");
+        None
+    }
+}
+
+/// Runs the C program `exe` with `args` and `env`: its standard output; a panic with all it printed if it failed.
+pub fn run_program(exe: &Path, args: &[&Path], env: &[(&str, &str)]) -> String {
+    let out = Command::new(exe).args(args).envs(env.iter().copied()).output().expect("the C program runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the C program failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
