@@ -54,8 +54,13 @@ class Aggregator(Generic[S]):
                 raise ValueError(f"task {task.id_text} ({task.metric}): its verify key must be "
                                  f"{vdaf.verify_key_size} bytes (the secret both aggregators share)")
             sealer = ShareSealer(self.records_key, vdaf, self.role, task.task_id)
-            records = TaskRecords(self.store, self.role, task, vdaf.modulus, vdaf.output_len, sealer)
-            self.state[task.task_id] = self._task_state(task, vdaf, key, records)
+            modulus, length = (1, 0) if task.is_poplar1 else (vdaf.modulus, vdaf.output_len)  # Poplar1's: per level
+            records = TaskRecords(self.store, self.role, task, modulus, length, sealer)
+            self.state[task.task_id] = state = self._task_state(task, vdaf, key, records)
+            if task.is_poplar1:
+                from ldp.aggregators.poplar1_records import LevelRecords
+
+                state.poplar1 = LevelRecords(records)
         self.prune()
 
     def _task_state(self, task: Task, vdaf: Any, verify_key: bytes, records: TaskRecords) -> S:
@@ -108,5 +113,7 @@ class Aggregator(Generic[S]):
             entry = s.records.summary()
             entry.update(task_terms(s.task, s.records.collections.values()))
             entry["disagreements"] = [dict(d) for _, d in sorted(s.disagreements.items())]
+            if s.poplar1 is not None:
+                entry["levels"] = s.poplar1.summary()
             tasks.append(entry)
         return {"role": self.role, "tasks": tasks}

@@ -3,7 +3,7 @@ a collection job (``PUT /tasks/{task}/collection_jobs/{job}`` with a :class:`Col
 the same URL: 202 while its window is open, then 200 with the :class:`Collection`), and may delete it (``DELETE``:
 204; the release stays).
 
-* **A batch is one window** of the task (:func:`~ldp.aggregators.helper.task_window`): another interval is refused
+* **A batch is one window** of the task (:func:`~ldp.aggregators.task.task_window`): another interval is refused
   ``batch_invalid`` when the job is created. A window is released once, with the noise of its one release
   (:func:`ldp.aggregators.release.release`): every job for it, and the JSON route (``POST /tasks/{task}/collections``,
   this project's own), gets the same shares, so a collector gains nothing by asking again (DAP-09 would refuse a
@@ -49,7 +49,7 @@ def job_key(records: Any, job_id: bytes) -> str:
 
 def create_job(leader: Any, task_id: bytes, job_text: str, body: bytes) -> None:
     """Record a collection job (module docstring); idempotent for the same request."""
-    from ldp.aggregators.helper import task_window
+    from ldp.aggregators.task import task_window
 
     state = leader.task_state(task_id)
     job_id = _job_id(job_text)

@@ -29,8 +29,8 @@ from collections import Counter
 from typing import Any
 
 from ldp._moved import renamed_method
+from ldp.aggregators import poplar1_helper
 from ldp.aggregators.aggregator import Aggregator
-from ldp.aggregators.codec import Interval
 from ldp.aggregators.crashpoints import at
 from ldp.aggregators.door import fits
 from ldp.aggregators.messages import (
@@ -47,7 +47,7 @@ from ldp.aggregators.messages import (
 from ldp.aggregators.records import TaskRecords
 from ldp.aggregators.release import release
 from ldp.aggregators.state import TaskState
-from ldp.aggregators.task import Task
+from ldp.aggregators.task import Task, task_window
 from ldp.errors import AggregatorError
 
 __all__ = ["Aggregator", "Helper", "JOB_ID_RE", "part_id", "task_window"]
@@ -89,6 +89,8 @@ class Helper(Aggregator[TaskState]):
         call, the GIL released): jobs of distinct reports are prepared at once (:mod:`ldp.aggregators.state`)."""
         state = self.task_state(task_id)
         _check_job_id(job_id)
+        if state.poplar1 is not None:
+            return poplar1_helper.init_job(self, state, job_id, body)
         init = _decode(AggregationJobInitReq, body)
         if init.aggregation_parameter:
             raise AggregatorError("Prio3 takes no aggregation parameter, the job has one", "invalid_message")
@@ -182,6 +184,15 @@ class Helper(Aggregator[TaskState]):
         return {"accepted": accepted, "rejected": refused, "share": share.field_elements(),
                 "response": AggregationJobResp(tuple(results)).to_bytes().hex()}
 
+    def aggregation_job_continue(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
+        """A job's next round (DAP-09's ``POST`` of an ``AggregationJobContinueReq``): Poplar1's second round
+        (:func:`ldp.aggregators.poplar1_helper.continue_job`); a Prio3 job has one round (``invalid_message``)."""
+        state = self.task_state(task_id)
+        _check_job_id(job_id)
+        if state.poplar1 is None:
+            raise AggregatorError("Prio3's jobs have one round: nothing to continue", "invalid_message")
+        return poplar1_helper.continue_job(self, state, job_id, body)
+
     def abandon_job(self, task_id: bytes, job_id: str) -> bool:
         """Abandon a job at the leader's request (``DELETE .../aggregation_jobs/{job}``; issue 84, item 2): its
         share no longer counts, its reports may come again in other jobs, and the job ID is refused from now on
@@ -210,6 +221,8 @@ class Helper(Aggregator[TaskState]):
         """Release this helper's share of a window (:func:`ldp.aggregators.release.release`); the encoded
         :class:`AggregateShare`. The batch interval is one window (:func:`task_window`)."""
         state = self.task_state(task_id)
+        if state.poplar1 is not None:
+            return poplar1_helper.aggregate_share(self, state, body)
         req = _decode(AggregateShareReq, body)
         if req.aggregation_parameter:
             raise AggregatorError("Prio3 takes no aggregation parameter, the request has one", "invalid_message")
@@ -237,17 +250,6 @@ class Helper(Aggregator[TaskState]):
             state.disagreements.pop(window, None)
             state.records.prune(self.clock(), self.job_retention)
         return AggregateShare(bytes.fromhex(rec["encrypted_share"])).to_bytes()
-
-
-def task_window(window_seconds: int, interval: Interval) -> int:
-    """The window a batch interval names: exactly one window of the task (its start a multiple of
-    ``window_seconds``, its duration ``window_seconds``), each released once with its own noise;
-    ``batch_invalid`` (400) for any other interval (DAP-09 §4.7.6: an interval the aggregator cannot collect)."""
-    if interval.start % window_seconds or interval.duration != window_seconds:
-        raise AggregatorError(f"a batch is one window of the task: an interval starting at a multiple of "
-                              f"{window_seconds} s and lasting {window_seconds} s, got [{interval.start}, "
-                              f"{interval.start + interval.duration})", "batch_invalid", 400)
-    return interval.start
 
 
 def part_id(job_id: str, window: int) -> str:

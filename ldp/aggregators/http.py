@@ -10,6 +10,7 @@ Routes, DAP-09's (§4.3–4.7; the task ID base64url in the path) and this proje
 ``PUT /tasks/{task}/reports``                             leader      one DAP report (``application/dap-report``):
                                                                       201, or a refusal with its code
 ``PUT /tasks/{task}/aggregation_jobs/{job}``              helper      an aggregation job (leader's token)
+``POST /tasks/{task}/aggregation_jobs/{job}``             helper      a Poplar1 job's second round (leader's token)
 ``DELETE /tasks/{task}/aggregation_jobs/{job}``           helper      abandon a job (leader's token; this project's)
 ``POST /tasks/{task}/aggregate_shares``                   helper      the helper's share of a window (leader's token)
 ``PUT|POST|DELETE /tasks/{task}/collection_jobs/{job}``   leader      a collection job: created, polled (202, then
@@ -136,6 +137,11 @@ class HelperClient:
         return self._call("PUT", f"/tasks/{b64(task_id)}/aggregation_jobs/{job_id}", body,
                           MEDIA_TYPES["AggregationJobInitReq"])
 
+    def aggregation_job_continue(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
+        """DAP-09's ``POST`` of an ``AggregationJobContinueReq`` (Poplar1's second round)."""
+        return self._call("POST", f"/tasks/{b64(task_id)}/aggregation_jobs/{job_id}", body,
+                          "application/dap-aggregation-job-continue-req")
+
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes:
         return self._call("POST", f"/tasks/{b64(task_id)}/aggregate_shares", body, MEDIA_TYPES["AggregateShareReq"])
 
@@ -199,11 +205,12 @@ class LeaderClient:
                                       "window_open", 400)
             self.sleep(retry)
 
-    def collect_json(self, task_id: bytes, window: int) -> dict[str, Any]:
+    def collect_json(self, task_id: bytes, window: int, agg_param: bytes = b"") -> dict[str, Any]:
         """This project's own collection route (``POST /tasks/{task}/collections``, JSON): the same release, with
-        the leader's figures."""
+        the leader's figures; ``agg_param``: a Poplar1 level's parameter."""
+        doc: dict[str, Any] = {"window": window, **({"agg_param": agg_param.hex()} if agg_param else {})}
         out = json.loads(self._call("POST", f"{self.url}/tasks/{b64(task_id)}/collections",
-                                    json.dumps({"window": window}).encode(), self.token, "application/json"))
+                                    json.dumps(doc).encode(), self.token, "application/json"))
         if not isinstance(out, dict):
             raise AggregatorError("the leader's collection is not a JSON object", "invalid_message", 502)
         return out

@@ -67,6 +67,10 @@ class HelperPeer(Protocol):
 
     def aggregation_job(self, task_id: bytes, job_id: str, body: bytes) -> bytes: ...
 
+    def aggregation_job_continue(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
+        """A job's second round (Poplar1's: :mod:`ldp.aggregators.poplar1_leader`)."""
+        ...
+
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes: ...
 
     def abandon_job(self, task_id: bytes, job_id: str) -> bool:
@@ -176,6 +180,8 @@ class Leader(Aggregator[LeaderTaskState], LeaderDoor):
         counts: jobs, reports prepared, refused, jobs split, set aside, waiting."""
         totals: Counter[str] = Counter()
         for state in [self.task_state(task_id)] if task_id is not None else list(self.state.values()):
+            if state.poplar1 is not None:  # prepared at collection, a level at a time (poplar1_leader)
+                continue
             with state.lock:
                 if self.replica is not None:
                     refresh_leader(self, state)
@@ -209,10 +215,11 @@ class Leader(Aggregator[LeaderTaskState], LeaderDoor):
         return wanted
 
     # -- collection ---------------------------------------------------------------------------------------------
-    def collect(self, task_id: bytes, window: int) -> dict[str, Any]:
+    def collect(self, task_id: bytes, window: int, agg_param: bytes = b"") -> dict[str, Any]:
         """Release ``window`` of a task to the collector (module docstring): a JSON-ready dict with both sealed
         shares, the report count, the checksum, the noise, this release's central (ε, δ) and the one over every
-        release of the task."""
+        release of the task. A Poplar1 task's window is released a level at a time, ``agg_param`` naming it
+        (:func:`ldp.aggregators.poplar1_leader.collect_level`)."""
         state = self.task_state(task_id)
         task, records = state.task, state.records
         if window % task.window_seconds:
@@ -221,6 +228,12 @@ class Leader(Aggregator[LeaderTaskState], LeaderDoor):
         if self.clock() < window + task.window_seconds:
             raise AggregatorError(f"window {window} has not ended: it is collected once, after its end",
                                   "window_open", 400)
+        if state.poplar1 is not None:
+            from ldp.aggregators.poplar1_leader import collect_level
+
+            return collect_level(self, state, window, agg_param)
+        if agg_param:
+            raise AggregatorError("Prio3 takes no aggregation parameter, the collection has one", "invalid_message")
         self.run_aggregation_jobs(task_id, window, force=True)
         if self.replica is not None and window not in records.collections:
             self._check_window_done(state, window)

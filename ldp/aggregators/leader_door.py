@@ -140,7 +140,8 @@ class LeaderDoor:
             raise AggregatorError(f"the report's time is not rounded down to the task's time precision "
                                   f"({task.time_precision} s): a device's exact time is not sent",
                                   ReportError.invalid_message.code)
-        if task.window(report.time) in state.records.collections:
+        if task.window(report.time) in state.records.collections or (
+                state.poplar1 is not None and task.window(report.time) in state.poplar1.params):
             raise AggregatorError("the report's window was already collected", ReportError.batch_collected.code)
         if report.report_id in state.seen:
             raise AggregatorError("this report ID was already uploaded", ReportError.report_replayed.code, 409)

@@ -176,6 +176,14 @@ class _Routes:
             raise
         return Response(out, media_type=MEDIA_TYPES["AggregationJobResp"])
 
+    async def continue_job(self, request: Request) -> Response:
+        """DAP-09's ``POST`` of an ``AggregationJobContinueReq`` (the helper: Poplar1's second round)."""
+        self.require(request, self.peer)
+        tid = _task_id(request)
+        body, _ = await read_body(request, MAX_BODY)
+        out = await run_in_threadpool(self.aggregator.aggregation_job_continue, tid, request.path_params["job"], body)
+        return Response(out, media_type=MEDIA_TYPES["AggregationJobResp"])
+
     async def abandon_job(self, request: Request) -> Response:
         """``DELETE`` a job (the helper, :meth:`~ldp.aggregators.helper.Helper.abandon_job`): 204."""
         self.require(request, self.peer)
@@ -196,12 +204,13 @@ class _Routes:
         tid = _task_id(request)
         body, _ = await read_body(request, MAX_REQUEST)
         try:
-            window = json.loads(body)["window"]
-        except (ValueError, KeyError, TypeError):
-            raise AggregatorError('the body is {"window": START}', "invalid_message") from None
+            doc = json.loads(body)
+            window, param = doc["window"], bytes.fromhex(doc.get("agg_param", ""))  # a Poplar1 level's parameter
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise AggregatorError('the body is {"window": START[, "agg_param": HEX]}', "invalid_message") from None
         if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window < 1 << 63:
             raise AggregatorError("window must be a non-negative integer (seconds)", "invalid_message")
-        return JSONResponse(await run_in_threadpool(self.aggregator.collect, tid, window))
+        return JSONResponse(await run_in_threadpool(self.aggregator.collect, tid, window, param))
 
     async def create_collection_job(self, request: Request) -> Response:
         """DAP-09's ``PUT`` of a collection job (:func:`ldp.aggregators.collection_jobs.create_job`): 201."""
@@ -263,6 +272,7 @@ def routes(aggregator: Any, *, peer_token_sha256: str | None = None, collector_t
                 Route("/tasks/{task}/collection_jobs/{job}", r.delete_collection_job, methods=["DELETE"]),
                 Route("/tasks/{task}/jobs/put_back", r.put_back, methods=["POST"])]
     return [*both, Route("/tasks/{task}/aggregation_jobs/{job}", r.aggregation_job, methods=["PUT"]),
+            Route("/tasks/{task}/aggregation_jobs/{job}", r.continue_job, methods=["POST"]),
             Route("/tasks/{task}/aggregation_jobs/{job}", r.abandon_job, methods=["DELETE"]),
             Route("/tasks/{task}/aggregate_shares", r.aggregate_share, methods=["POST"])]
 

@@ -48,15 +48,23 @@ class ShareSealer:
 
     def seal(self, job_id: str, window: int, share: list[int]) -> str:
         """The job's share (field elements), sealed, in hex."""
+        return self.seal_bytes(job_id, window, self.vdaf.aggregate_share_from_field_elements(share).to_bytes())
+
+    def seal_bytes(self, job_id: str, window: int, payload: bytes) -> str:
+        """Any bytes of a job sealed as its share is (a Poplar1 job's aggregate share, the helper's verification
+        states between its two rounds: :mod:`ldp.aggregators.poplar1_helper`), in hex."""
         from ldp import prio
 
-        payload = self.vdaf.aggregate_share_from_field_elements(share).to_bytes()
         return bytes(prio.hpke_seal(self.keypair.config, self.info, self._aad(job_id, window), payload)).hex()
+
+    def open_bytes(self, job_id: str, window: int, sealed: str) -> bytes:
+        """What :meth:`seal_bytes` sealed (the errors of :meth:`open`)."""
+        from ldp import prio
+
+        return bytes(prio.hpke_open(self.keypair, self.info, self._aad(job_id, window), bytes.fromhex(sealed)))
 
     def open(self, job_id: str, window: int, sealed: str) -> list[int]:
         """The field elements of a share :meth:`seal` made; :class:`~ldp.errors.PrioError` for one that does not
         open (another key, another job, altered) and ``ValueError`` for one that is not hex."""
-        from ldp import prio
-
-        data = prio.hpke_open(self.keypair, self.info, self._aad(job_id, window), bytes.fromhex(sealed))
-        return list(self.vdaf.aggregate_share_from_bytes(bytes(data)).field_elements())
+        data = self.open_bytes(job_id, window, sealed)
+        return list(self.vdaf.aggregate_share_from_bytes(data).field_elements())

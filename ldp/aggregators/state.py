@@ -50,6 +50,8 @@ class TaskState:
     """The helper's jobs being prepared (out of :attr:`lock`), by part ID: each one's window and report IDs."""
     idle: threading.Condition = field(init=False)
     """Notified (under :attr:`lock`) whenever a job leaves :attr:`running`."""
+    poplar1: Any = None
+    """A Poplar1 task's level records (:class:`~ldp.aggregators.poplar1_records.LevelRecords`), else ``None``."""
 
     def __post_init__(self) -> None:
         self.idle = threading.Condition(self.lock)

@@ -49,16 +49,16 @@ from pathlib import Path
 from typing import Any
 
 from ldp.encoders.base_vdaf import PRIO3_TYPES
-from ldp.errors import PrioError
+from ldp.errors import AggregatorError, PrioError
 from ldp.privacy.cost import PrivacyCost
+from ldp.privacy.noise_spec import NOISE_MECHANISMS, Noise
 from ldp.privacy.share_noise import ShareNoise
 
-__all__ = ["TASK_FORMAT", "TASK_ID_SIZE", "VDAF_DRAFTS", "NOISE_MECHANISMS", "Noise", "Task", "b64", "unb64",
-           "window_of", "chunk_length"]
+__all__ = ["TASK_FORMAT", "TASK_ID_SIZE", "VDAF_DRAFTS", "POPLAR1", "NOISE_MECHANISMS", "Noise", "Task", "b64",
+           "task_window", "unb64", "window_of", "chunk_length"]
 
 TASK_FORMAT = "ldp-task/1"
 TASK_ID_SIZE = 32
-NOISE_MECHANISMS = ("none", "laplace", "gaussian")
 VDAF_DRAFTS = (8, 18)
 """The VDAF drafts a task may name: draft 18 (``prio`` 0.18.1, the default; its context string binds a report to
 its task) and VDAF-08 (``prio`` 0.16.8, what DAP-09 names and the deployed DAP clients speak: Janus 0.7, divviup-ts;
@@ -69,6 +69,7 @@ MAX_BATCH_SIZE = 10 ** 9
 MAX_HPKE_CONFIG = 1 + 6 + 2 + 133
 """Bytes of an encoded ``HpkeConfig`` at most: its id, its suite's three ids, and its public key with the key's
 length prefix (133 bytes for P-521's, the longest)."""
+POPLAR1 = "Poplar1"  # strings (issue 89): {"type": "Poplar1", "bits": L, "max_candidates": C[, "levels", "threshold"]}
 CHUNKED = ("Prio3SumVec", "Prio3Histogram")
 """The Prio3 types whose proof takes a ``chunk_length``."""
 
@@ -100,79 +101,29 @@ def window_of(time: int, window_seconds: int) -> int:
     return time - time % window_seconds
 
 
-@dataclass(frozen=True)
-class Noise:
-    """One aggregator's noise on its aggregate share: ``none``, ``laplace`` (ε-DP, discrete Laplace) or
-    ``gaussian`` ((ε, δ)-DP, discrete Gaussian), calibrated by :class:`~ldp.privacy.share_noise.ShareNoise` to the
-    task's sensitivity (one device's measurement replaced by another: :meth:`Task.sensitivity`)."""
+def task_window(window_seconds: int, interval: Any) -> int:
+    """The window a batch interval names: exactly one window of the task (its start a multiple of
+    ``window_seconds``, its duration ``window_seconds``), each released once with its own noise;
+    ``batch_invalid`` (400) for any other interval (DAP-09 §4.7.6: an interval the aggregator cannot collect)."""
+    if interval.start % window_seconds or interval.duration != window_seconds:
+        raise AggregatorError(f"a batch is one window of the task: an interval starting at a multiple of "
+                              f"{window_seconds} s and lasting {window_seconds} s, got [{interval.start}, "
+                              f"{interval.start + interval.duration})", "batch_invalid", 400)
+    return interval.start
 
-    mechanism: str = "none"
-    epsilon: float | None = None
-    delta: float | None = None
 
-    def __post_init__(self) -> None:
-        if self.mechanism not in NOISE_MECHANISMS:
-            raise ValueError(f"noise mechanism must be one of {', '.join(NOISE_MECHANISMS)}, got {self.mechanism!r}")
-        if self.mechanism == "none":
-            if self.epsilon is not None or self.delta is not None:
-                raise ValueError("noise 'none' takes no epsilon or delta")
-            return
-        eps = self.epsilon
-        if isinstance(eps, bool) or not isinstance(eps, int | float) or not math.isfinite(eps) or eps <= 0:
-            raise ValueError(f"noise epsilon must be a finite number > 0, got {eps!r}")
-        if self.mechanism == "laplace" and self.delta not in (None, 0):
-            raise ValueError("laplace noise is pure ε-DP: it takes no delta")
-        if self.mechanism == "gaussian":
-            d = self.delta
-            if isinstance(d, bool) or not isinstance(d, int | float) or not 0 < d < 1:
-                raise ValueError(f"gaussian noise needs a delta in (0, 1), got {d!r}")
+def _check_poplar1(task: Task) -> None:
+    """A Poplar1 task's bounds: ``bits`` in [1, 256], ``max_candidates`` >= 2, ``levels`` in [1, bits], VDAF draft 18
+    and no local randomizer (devices share the exact string)."""
+    from ldp.prio.poplar1 import MAX_BITS
 
-    @classmethod
-    def parse(cls, text: str) -> Noise:
-        """``none``, ``laplace:EPS`` or ``gaussian:EPS:DELTA`` (the command line's form)."""
-        parts = text.split(":")
-        try:
-            numbers = [float(p) for p in parts[1:]]
-        except ValueError:
-            raise ValueError(f"noise is none, laplace:EPS or gaussian:EPS:DELTA, got {text!r}") from None
-        if parts[0] == "none" and not numbers:
-            return cls()
-        if parts[0] == "laplace" and len(numbers) == 1:
-            return cls("laplace", numbers[0])
-        if parts[0] == "gaussian" and len(numbers) == 2:
-            return cls("gaussian", numbers[0], numbers[1])
-        raise ValueError(f"noise is none, laplace:EPS or gaussian:EPS:DELTA, got {text!r}")
-
-    def share_noise(self, sensitivity_l1: float, sensitivity_l2: float) -> ShareNoise | None:
-        """The calibrated noise (``None`` for ``none``)."""
-        if self.mechanism == "laplace":
-            assert self.epsilon is not None
-            return ShareNoise.laplace(self.epsilon, sensitivity_l1)  # type: ignore[arg-type]
-        if self.mechanism == "gaussian":
-            assert self.epsilon is not None and self.delta is not None
-            return ShareNoise.gaussian(self.epsilon, self.delta, sensitivity_l2)
-        return None
-
-    @property
-    def cost(self) -> PrivacyCost | None:
-        """The central guarantee of one release against the collector (one honest aggregator), ``None`` without
-        noise (the collector sees the exact sums)."""
-        if self.mechanism == "none":
-            return None
-        return PrivacyCost(float(self.epsilon or 0), float(self.delta or 0))
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"mechanism": self.mechanism}
-        if self.epsilon is not None:
-            out["epsilon"] = self.epsilon
-        if self.delta is not None:
-            out["delta"] = self.delta
-        return out
-
-    def __str__(self) -> str:
-        if self.mechanism == "none":
-            return "none"
-        return f"{self.mechanism}(ε={self.epsilon:g}" + (f", δ={self.delta:g})" if self.delta else ")")
+    p = task.vdaf_params
+    if task.vdaf_draft != 18 or task.local is not None:
+        raise ValueError("a Poplar1 task is of VDAF draft 18, devices sharing the exact string (no local protocol)")
+    if not 1 <= p["bits"] <= MAX_BITS or p["max_candidates"] < 2:
+        raise ValueError(f"Poplar1 takes bits in [1, {MAX_BITS}] and max_candidates >= 2, got {p!r}")
+    if not 1 <= p.get("levels", 1) <= p["bits"]:
+        raise ValueError(f"Poplar1's levels must be in [1, bits={p['bits']}], got {p['levels']}")
 
 
 @dataclass(frozen=True)
@@ -209,15 +160,18 @@ class Task:
             raise ValueError(f"vdaf_draft must be one of {', '.join(map(str, VDAF_DRAFTS))}, got {self.vdaf_draft!r}")
         if not isinstance(self.task_id, bytes) or len(self.task_id) != TASK_ID_SIZE:
             raise ValueError(f"task_id must be {TASK_ID_SIZE} bytes")
-        if self.vdaf not in PRIO3_TYPES:
-            raise ValueError(f"vdaf must be one of {', '.join(PRIO3_TYPES)}, got {self.vdaf!r}")
+        if self.vdaf not in (*PRIO3_TYPES, POPLAR1):
+            raise ValueError(f"vdaf must be one of {', '.join(PRIO3_TYPES)} or {POPLAR1}, got {self.vdaf!r}")
         need = {"Prio3Count": set(), "Prio3Sum": {"max_measurement"}, "Prio3SumVec": {"length", "max_measurement"},
-                "Prio3Histogram": {"length"}}[self.vdaf]
-        may = need | ({"chunk_length"} if self.vdaf in CHUNKED else set())
+                "Prio3Histogram": {"length"}, POPLAR1: {"bits", "max_candidates"}}[self.vdaf]
+        may = need | ({"chunk_length"} if self.vdaf in CHUNKED else set()) | (
+            {"levels", "threshold"} if self.vdaf == POPLAR1 else set())
         if not need <= set(self.vdaf_params) <= may or any(isinstance(v, bool) or not isinstance(v, int) or v < 1
                                                            for v in self.vdaf_params.values()):
             raise ValueError(f"{self.vdaf} takes the positive integer parameters {sorted(need) or 'none'}"
                              + (" and optionally chunk_length" if may != need else "") + f", got {self.vdaf_params!r}")
+        if self.vdaf == POPLAR1:
+            _check_poplar1(self)
         m = self.vdaf_params.get("max_measurement")
         if self.vdaf_draft == 8 and m is not None and m & (m + 1):
             raise ValueError(f"VDAF-08's {self.vdaf} bounds a measurement by a bit length: max_measurement must be "
@@ -252,8 +206,23 @@ class Task:
         (``MissingExtraError`` without the binding)."""
         from ldp import prio
 
+        if self.vdaf == POPLAR1:  # draft 18 only; the task's bounds are not the VDAF's parameters
+            from ldp.prio.poplar1 import Poplar1
+            return Poplar1(self.vdaf_params["bits"], ctx=self.task_id)
         ctx = self.task_id if self.vdaf_draft == 18 else b""
         return getattr(prio, self.vdaf)(ctx=ctx, draft=self.vdaf_draft, **self.vdaf_params)
+
+    is_poplar1 = property(lambda self: self.vdaf == POPLAR1, doc="Whether the task collects strings (Poplar1).")
+
+    @property
+    def levels(self) -> int:
+        """A Poplar1 task's bound on the levels a window is collected at (default ``bits``): the walk's m."""
+        return int(self.vdaf_params.get("levels", self.vdaf_params.get("bits", 1)))
+
+    def walk_calibration(self) -> Any:
+        """A Poplar1 task's noise calibrated over its :attr:`levels` (``None``: none; heavy_hitters.calibrate)."""
+        from ldp.prio.heavy_hitters import calibrate
+        return None if self.noise.mechanism == "none" else calibrate(self.noise, self.levels)
 
     @property
     def length(self) -> int:
@@ -264,14 +233,17 @@ class Task:
         """(L1, L2) change of the aggregate when one device's measurement is replaced by another: Count 1;
         Sum m; Histogram 2 and √2 (one bucket down, one up); SumVec ``length·m`` and ``√length·m``."""
         m = self.vdaf_params.get("max_measurement", 1)
-        if self.vdaf == "Prio3Histogram":
+        if self.vdaf in ("Prio3Histogram", POPLAR1):  # Poplar1: one level's candidate counts
             return 2.0, math.sqrt(2.0)
         if self.vdaf == "Prio3SumVec":
             return float(self.length * m), math.sqrt(self.length) * m
         return float(m), float(m)
 
     def share_noise(self) -> ShareNoise | None:
-        """Each aggregator's noise, calibrated (``None``: no noise)."""
+        """Each aggregator's noise, calibrated (``None``: no noise); a Poplar1 task's is one level's (the walk's
+        noise split over its :attr:`levels`: :meth:`walk_calibration`), never the whole ε per level."""
+        if self.is_poplar1:
+            return None if (walk := self.walk_calibration()) is None else walk.level_noise
         return self.noise.share_noise(*self.sensitivity())
 
     def window(self, time: int) -> int:

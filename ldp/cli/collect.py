@@ -46,6 +46,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--window", action="append", metavar="START",
                    help="a window to collect: its start, in seconds since the epoch or ISO 8601 UTC (repeatable)")
     p.add_argument("--out", metavar="FILE", help="task/keygen: the file to write; collecting: the JSON result file")
+    p.add_argument("--heavy-hitters", action="store_true", help="collecting a Poplar1 task: walk the window's "
+                   "prefix tree a level at a time and print the strings whose noised count passes --threshold "
+                   "(docs/string-discovery.md)")
+    p.add_argument("--threshold", type=number(float, 0, 1e12), metavar="T", help="--heavy-hitters: the noised "
+                   "count a prefix must reach (default: the task's, else the recommended one for its noise)")
+    p.add_argument("--max-candidates", type=number(int, 2, 10 ** 6), metavar="C", help="--heavy-hitters: "
+                   "candidates per level (default and most: the task's)")
     p.add_argument("--spec", metavar="FILE", help="task: the collection spec")
     p.add_argument("--metric", metavar="NAME", help="task: the metric")
     p.add_argument("--helper", metavar="URL", help="task: the helper's URL")
@@ -187,7 +194,16 @@ def _collect(args: argparse.Namespace) -> int:
     token = read_secret(Path(args.token_file), "--token-file")
     client = LeaderClient(args.leader or task.leader_url, token, token_header=args.token_header, wait=args.wait)
     results = []
-    for text in args.window:
+    if args.heavy_hitters:
+        from ldp.aggregators.heavy_hitters import collect_heavy_hitters
+
+        for text in args.window:
+            found = collect_heavy_hitters(task, keypair, lambda w, param: client.collect_json(task.task_id, w, param),
+                                          parse_window(text), threshold=args.threshold,
+                                          max_candidates=args.max_candidates)
+            results.append(found)
+            _print_found(found)
+    for text in [] if args.heavy_hitters else args.window:
         window = parse_window(text)
         dap = client.collect(task.task_id, window, task.window_seconds)  # DAP-09's collection flow
         try:
@@ -222,6 +238,17 @@ def _print(doc: dict[str, Any]) -> None:
     width = max(len(i) for i in doc["items"])
     for item, count, se in zip(doc["items"], doc["count"], doc["std_error"], strict=True):
         output(f"  {item:>{width}}  {count:14,.1f}  ± {se:,.1f}")
+
+
+def _print_found(doc: dict[str, Any]) -> None:
+    """A heavy-hitter walk's strings, largest noised count first, and its guarantee."""
+    when = dt.datetime.fromtimestamp(doc["window"], dt.UTC).isoformat().replace("+00:00", "Z")
+    eps = doc["walk_epsilon"]
+    output(f"window {when}: {len(doc['strings'])} string(s) of {doc['bits']} bits with a noised count >= "
+           f"{doc['threshold']:g} over {doc['levels_released']} level(s)"
+           + (f"; walk ε = {eps['epsilon']:.4g}, δ = {eps['delta']:g}" if eps else "; no noise (no guarantee)"))
+    for s in doc["strings"]:
+        output(f"  {s['text'] if s['text'] is not None else s['bits']!s:>24}  {s['count']:10,.0f}")
 
 
 def _device_line(central: dict[str, Any]) -> str:

@@ -118,9 +118,9 @@ class WalkCalibration:
 
     def cost(self, reports_per_device: int = 1, delta: float | None = None) -> PrivacyCost:
         """The walk's (ε, δ) against the collector, per device sending ``reports_per_device`` (k) reports of the
-        batch: the m level releases composed by :func:`ldp.aggregators.release.over_releases` (basic composition
+        batch: the m level releases composed by :func:`ldp.privacy.release_composition.over_releases` (basic composition
         or zCDP at ``delta``, the smaller; default δ: the noise's, or the mode's ``DEFAULT_DELTA`` for Laplace)."""
-        from ldp.aggregators.release import DEFAULT_DELTA, over_releases
+        from ldp.privacy.release_composition import DEFAULT_DELTA, over_releases
 
         at = delta if delta is not None else (self.delta if self.mechanism == "gaussian" else DEFAULT_DELTA)
         out = over_releases([{"noise": self.level_record()}] * self.levels, at, reports_per_device)
@@ -135,11 +135,11 @@ def _round_up(x: Fraction) -> float:
 
 def calibrate(noise: str | Any, levels: int) -> WalkCalibration:
     """Each level's noise for a walk of ``levels`` levels with the guarantee ``noise`` (``laplace:EPS`` or
-    ``gaussian:EPS:DELTA``, as the mode's tasks write it, or a :class:`ldp.aggregators.task.Noise`), by the
+    ``gaussian:EPS:DELTA``, as the mode's tasks write it, or a :class:`ldp.privacy.noise_spec.Noise`), by the
     mode's own calibration (:meth:`ShareNoise.laplace`, :meth:`ShareNoise.gaussian`) of the m levels' counts as
     one release: L1 sensitivity ``2m`` (basic composition), L2 sensitivity ``√(2m)`` (zCDP; module docstring).
     At one level it is exactly the Prio3 histogram's noise (Δ₁ = 2, Δ₂ = √2)."""
-    from ldp.aggregators.task import Noise
+    from ldp.privacy.noise_spec import Noise
 
     spec = Noise.parse(noise) if isinstance(noise, str) else noise
     if isinstance(levels, bool) or not isinstance(levels, int) or not 1 <= levels <= MAX_BITS:

@@ -1,0 +1,193 @@
+"""The leader's side of a Poplar1 task (issue 89, item 2; ``docs/two-aggregators.md`` §17): one level of a window
+collected with its aggregation parameter.
+
+A Poplar1 report cannot be prepared before the collector names a level and its candidates, so the leader keeps the
+window's reports (they are in no Prio3 job: :meth:`~ldp.aggregators.leader.Leader.run_aggregation_jobs` skips the
+task) and, asked for a level (:func:`collect_level`):
+
+1. admits the parameter (:func:`~ldp.aggregators.poplar1_records.admit_param`: a level once, in order, within the
+   task's bounds; asked again with the same parameter, the level's recorded release is answered);
+2. runs the level's jobs: first any planned and not finished (a leader killed mid-job redoes it with the same ID and
+   the same requests: verification is deterministic, and the helper answers from its records), then the window's
+   reports in no job of this level, ``job_size`` per job, each plan recorded before the helper is asked. A job is
+   DAP-09's two requests (:mod:`ldp.aggregators.poplar1_messages`): the leader's round-0 verifier shares, the
+   helper's ``continue``; the leader's round 1 and its ``finish``, the helper's outcome. A report either side
+   refuses is refused by both, with its code, and counted;
+3. asks the helper for its share (stating its count and checksum, and the parameter), releases its own
+   (:func:`~ldp.aggregators.poplar1_records.release_level`), both noised with one level's noise (the task's noise
+   for the whole walk split over its ``levels``), and answers both sealed shares with the level's (ε, δ) and the
+   window's so far (every level released, composed: :func:`ldp.aggregators.release.over_releases`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ldp.aggregators.codec import Interval
+from ldp.aggregators.door import LEADER
+from ldp.aggregators.jobs import new_job_id, plan_jobs
+from ldp.aggregators.messages import (
+    AggregateShare,
+    AggregateShareReq,
+    AggregationJobInitReq,
+    AggregationJobResp,
+    MessageError,
+    PrepareInit,
+    ReportError,
+    ReportShare,
+    finish,
+    initialize,
+)
+from ldp.aggregators.poplar1_messages import AggregationJobContinueReq, PrepareContinue, read_continue
+from ldp.aggregators.poplar1_records import LevelRecords, release_level
+from ldp.aggregators.release import over_releases, release_cost, target_delta
+from ldp.aggregators.state import LeaderTaskState
+from ldp.errors import AggregatorError, PrioError
+
+__all__ = ["collect_level", "walk_cost"]
+
+
+def walk_cost(task: Any, releases: list[dict[str, Any]]) -> Any:
+    """The levels ``releases`` composed (:func:`~ldp.aggregators.release.over_releases`) at the δ the walk's
+    calibration states its guarantee at (the noise's for the Gaussian, the task's target's for Laplace:
+    :meth:`ldp.prio.heavy_hitters.WalkCalibration.cost`), per device; ``None`` without noise or releases."""
+    delta = float(task.noise.delta) if task.noise.mechanism == "gaussian" else target_delta(task)
+    return over_releases(releases, delta, task.reports_per_window)
+
+
+def collect_level(leader: Any, state: LeaderTaskState, window: int, data: bytes) -> dict[str, Any]:
+    """One level of ``window`` released (module docstring): a JSON-ready dict as
+    :meth:`~ldp.aggregators.leader.Leader.collect`'s, with the parameter (``agg_param``, hex) and its ``level``."""
+    task, levels = state.task, state.poplar1
+    assert isinstance(levels, LevelRecords)
+    with state.lock:
+        param = levels.admit(task, window, data)
+        if (window, param.level) not in levels.releases:
+            _run_level(leader, state, window, param)
+        count = len(levels.batch(window, param.level)[0])
+        checksum = levels.batch(window, param.level)[1]
+        if (window, param.level) not in levels.releases and count < task.min_batch_size:
+            raise AggregatorError(f"window {window} holds {count} valid reports at level {param.level}, fewer than "
+                                  f"the task's minimum batch size {task.min_batch_size}", "batch_too_small", 400)
+        req = AggregateShareReq(Interval(window, task.window_seconds), count, checksum, param.to_bytes())
+        try:
+            helper = AggregateShare.from_bytes(leader.helper.aggregate_share(task.task_id, req.to_bytes()))
+        except MessageError as exc:
+            raise AggregatorError(f"the helper's aggregate share does not decode: {exc}", "helper_unavailable",
+                                  502) from None
+        rec = release_level(levels, state.vdaf, param, window, count, checksum, source=leader.noise_source,
+                            clock=leader.clock)
+    mine = [r for (w, _), r in sorted(levels.releases.items()) if w == window]
+    cost, walk = release_cost(rec), walk_cost(task, mine)
+    every = over_releases([*state.records.collections.values(), *levels.releases.values()], target_delta(task))
+    return {"task_id": task.id_text, "metric": task.metric, "window": window, "level": param.level,
+            "agg_param": param.to_bytes().hex(), "report_count": rec["count"], "checksum": rec["checksum"],
+            "leader_share": rec["encrypted_share"], "helper_share": helper.encrypted_share.hex(),
+            "noise": rec["noise"], "release_epsilon": None if cost is None else cost.to_dict(),
+            "levels_released": len(mine), "walk_epsilon": None if walk is None else walk.to_dict(),
+            "releases": len(levels.releases), "cumulative_epsilon": None if every is None else every.to_dict(),
+            "refused": dict(rec.get("rejected", {}))}
+
+
+def _run_level(leader: Any, state: LeaderTaskState, window: int, param: Any) -> None:
+    """The level's jobs (module docstring, step 2): interrupted ones first, then the reports in none."""
+    levels = state.poplar1
+    records = levels.records
+    planned: set[bytes] = set()
+    for key in records.store.list(f"{levels.prefix}jobs/"):
+        if not key.endswith(".plan.json"):
+            continue
+        plan = records.read(key)
+        if int(plan["window"]) != window or int(plan["level"]) != param.level:
+            continue
+        rids = [bytes.fromhex(r) for r in plan["reports"]]
+        planned.update(rids)
+        if plan["job"] not in levels.finished.get((window, param.level), {}):
+            _run_job(leader, state, window, param, plan["job"], rids)
+    taken = levels.taken.get((window, param.level), set()) | planned
+    with leader.state_lock:
+        todo = [(rid, len(s.body)) for rid, s in state.stored.items()
+                if state.task.window(s.report.time) == window and rid not in taken]
+    for chunk in plan_jobs(todo, leader.job_size, leader.job_bytes):
+        job_id = new_job_id()
+        records.write(levels.job_key(job_id, "plan"), {"job": job_id, "window": window, "level": param.level,
+                                                       "reports": [r.hex() for r in chunk]})
+        _run_job(leader, state, window, param, job_id, chunk)
+
+
+def _open(leader: Any, state: LeaderTaskState, param: Any, rids: list[bytes]
+          ) -> tuple[dict[bytes, str], dict[bytes, Any], list[PrepareInit]]:
+    """Each report's round 0 at the leader: refusals, states, and the ``PrepareInit`` of those sent."""
+    from ldp import prio
+
+    task, vdaf = state.task, state.vdaf
+    refused: dict[bytes, str] = {}
+    states: dict[bytes, Any] = {}
+    inits: list[PrepareInit] = []
+    for rid in rids:
+        stored = leader._report(state, rid)
+        report, share = stored.report, stored.share
+        try:
+            if share is None:  # read back from its chunk after a restart: opened again
+                share = prio.open_input_share(leader.keypair, role="leader", task_id=task.task_id, report_id=rid,
+                                              time=report.time, public_share=report.public_share,
+                                              ciphertext=report.leader_ciphertext)
+        except PrioError:
+            refused[rid] = ReportError.hpke_decrypt_error.code
+            continue
+        try:
+            states[rid], mine = vdaf.verify_init(state.verify_key, LEADER, param, rid, report.public_share, share)
+        except PrioError:
+            refused[rid] = ReportError.vdaf_invalid.code
+            continue
+        inits.append(PrepareInit(ReportShare(rid, report.time, report.public_share, report.helper_ciphertext),
+                                 initialize(mine)))
+    return refused, states, inits
+
+
+def _run_job(leader: Any, state: LeaderTaskState, window: int, param: Any, job_id: str, rids: list[bytes]) -> None:
+    """One job's two rounds with the helper, then its record (module docstring)."""
+    from ldp.prio.poplar1 import verify_continue, verify_finish
+
+    task, vdaf, levels = state.task, state.vdaf, state.poplar1
+    refused, states, inits = _open(leader, state, param, rids)
+    outs: dict[bytes, Any] = {}
+    if inits:
+        body = AggregationJobInitReq(tuple(inits), param.to_bytes()).to_bytes()
+        first = _answer(leader.helper.aggregation_job(task.task_id, job_id, body), [i.report_share.report_id
+                                                                                   for i in inits])
+        continues = []
+        for resp in first:
+            if resp.error is not None:
+                refused[resp.report_id] = resp.error.code
+                continue
+            try:
+                msg0, theirs = read_continue(resp.payload or b"")
+                state1, mine = verify_continue(vdaf, states[resp.report_id], msg0)
+                msg1 = vdaf.verifier_shares_to_message(state1, [mine, theirs])
+                outs[resp.report_id] = verify_finish(vdaf, state1, msg1)
+            except (PrioError, MessageError):
+                refused[resp.report_id] = ReportError.vdaf_invalid.code
+                continue
+            continues.append(PrepareContinue(resp.report_id, finish(msg1)))
+        body = AggregationJobContinueReq(1, tuple(continues)).to_bytes()
+        second = _answer(leader.helper.aggregation_job_continue(task.task_id, job_id, body),
+                         [c.report_id for c in continues])
+        for resp in second:
+            if not resp.finished:
+                refused[resp.report_id] = resp.error.code if resp.error is not None else ReportError.vdaf_invalid.code
+                outs.pop(resp.report_id, None)
+    accepted = [rid for rid in rids if rid in outs]
+    share = vdaf.aggregate(param, [outs[rid] for rid in accepted])
+    levels.finish_job(job_id, window, param.level, accepted, refused, share.to_bytes())
+
+
+def _answer(body: bytes, rids: list[bytes]) -> tuple[Any, ...]:
+    """The helper's ``AggregationJobResp`` for ``rids``, in order (``helper_unavailable`` for any other)."""
+    try:
+        resps = AggregationJobResp.from_bytes(body).prepare_resps
+    except MessageError as exc:
+        raise AggregatorError(f"the helper's answer does not decode: {exc}", "helper_unavailable", 502) from None
+    if [r.report_id for r in resps] != rids:
+        raise AggregatorError("the helper answered for other reports", "helper_unavailable", 502)
+    return resps
