@@ -41,6 +41,7 @@ PARTIAL_TIME_INTERVAL = bytes([TIME_INTERVAL])
 
 MEDIA_TYPES = {"Report": "application/dap-report", "HpkeConfigList": "application/dap-hpke-config-list",
                "AggregationJobInitReq": "application/dap-aggregation-job-init-req",
+               "AggregationJobContinueReq": "application/dap-aggregation-job-continue-req",
                "AggregationJobResp": "application/dap-aggregation-job-resp",
                "AggregateShareReq": "application/dap-aggregate-share-req",
                "AggregateShare": "application/dap-aggregate-share",

@@ -140,7 +140,7 @@ class HelperClient:
     def aggregation_job_continue(self, task_id: bytes, job_id: str, body: bytes) -> bytes:
         """DAP-09's ``POST`` of an ``AggregationJobContinueReq`` (Poplar1's second round)."""
         return self._call("POST", f"/tasks/{b64(task_id)}/aggregation_jobs/{job_id}", body,
-                          "application/dap-aggregation-job-continue-req")
+                          MEDIA_TYPES["AggregationJobContinueReq"])
 
     def aggregate_share(self, task_id: bytes, body: bytes) -> bytes:
         return self._call("POST", f"/tasks/{b64(task_id)}/aggregate_shares", body, MEDIA_TYPES["AggregateShareReq"])

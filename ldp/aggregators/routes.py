@@ -162,26 +162,28 @@ class _Routes:
     async def aggregation_job(self, request: Request) -> Response:
         """A job (the helper); a refusal of the whole job is counted by its code (``refused_jobs`` on
         ``/status``: the leader splits such a job until the reports at fault are alone, issue 84, item 2)."""
+        return await self._job(request, "AggregationJobInitReq", self.aggregator.aggregation_job)
+
+    async def continue_job(self, request: Request) -> Response:
+        """DAP-09's ``POST`` of an ``AggregationJobContinueReq`` (the helper: Poplar1's second round, §4.5.2),
+        checked and counted as a first round is (:meth:`aggregation_job`)."""
+        return await self._job(request, "AggregationJobContinueReq", self.aggregator.aggregation_job_continue)
+
+    async def _job(self, request: Request, message: str, handle: Any) -> Response:
+        """A job's request of DAP-09 ``message`` (the leader's token, its media type, the job body's limit) given to
+        ``handle(task ID, job ID, body)``; its ``AggregationJobResp``, or a refusal counted by its code."""
         self.require(request, self.peer)
         tid = _task_id(request)
         try:
-            _expect(request, "AggregationJobInitReq")
+            _expect(request, message)
             body, _ = await read_body(request, MAX_BODY)
-            out = await run_in_threadpool(self.aggregator.aggregation_job, tid, request.path_params["job"], body)
+            out = await run_in_threadpool(handle, tid, request.path_params["job"], body)
         except AggregatorError as exc:
             self.aggregator.refused_jobs[exc.code] += 1
             raise
         except HTTPException as exc:
             self.aggregator.refused_jobs["too_large" if exc.status_code == 413 else str(exc.status_code)] += 1
             raise
-        return Response(out, media_type=MEDIA_TYPES["AggregationJobResp"])
-
-    async def continue_job(self, request: Request) -> Response:
-        """DAP-09's ``POST`` of an ``AggregationJobContinueReq`` (the helper: Poplar1's second round)."""
-        self.require(request, self.peer)
-        tid = _task_id(request)
-        body, _ = await read_body(request, MAX_BODY)
-        out = await run_in_threadpool(self.aggregator.aggregation_job_continue, tid, request.path_params["job"], body)
         return Response(out, media_type=MEDIA_TYPES["AggregationJobResp"])
 
     async def abandon_job(self, request: Request) -> Response:

@@ -193,6 +193,8 @@ def _collect(args: argparse.Namespace) -> int:
     keypair = load_keypair(Path(args.key))
     token = read_secret(Path(args.token_file), "--token-file")
     client = LeaderClient(args.leader or task.leader_url, token, token_header=args.token_header, wait=args.wait)
+    if task.is_poplar1 and not args.heavy_hitters:
+        raise ValueError(f"task {task.id_text} is a Poplar1 task: its strings are collected with --heavy-hitters")
     results = []
     if args.heavy_hitters:
         from ldp.aggregators.heavy_hitters import collect_heavy_hitters
