@@ -1,20 +1,27 @@
-"""Benchmark section ``rappor_power`` (issue 88, item 4): RAPPOR's disguised attacks in every shape.
+"""Benchmark section ``rappor_power`` (issue 88, item 4): RAPPOR's disguised attacks in every shape, measured and
+against what any test of the targets' own pairs can reach.
 
 Per shape (``k`` in 16, 32, 64, 128; ``m`` in 4, 8, 16, 64; ``n`` in 2·10⁴, 10⁵; h = 2, p = 0.25, q = 0.75,
-f = 0.5; Zipf over 64 candidates), ``trials`` windows of each row: honest (the false alarms), and 1, 2 or 3
-targets taken in turn by 2 % or 5 % fake users whose number of 1s follows the honest law
-(:func:`ldp.simulation.rappor_disguise.disguised_window`, the aggregate folded as a fold that knows the candidates
-folds it: ``keep_pairs``). Each window's checks at the family-wise level 0.01 as ``ldp decode`` runs them
-(:func:`~ldp.jobs.rappor_poisoning.candidate_evidence`, the 64 candidates known); the ingest service's dashboard
-runs the same function with the spec's candidates (:func:`ldp.ingest.series.poisoning`), so its row is this one.
-``board_without`` is the dashboard of a metric without candidates (the aggregate's checks alone), measured where
-``--without`` is given.
+f = 0.5; Zipf(1) over 64 candidates) windows of each row: honest (the false alarms), and 1, 2 or 3 targets taken
+in turn by 2 % or 5 % fake users whose number of 1s follows the honest law
+(:func:`ldp.simulation.rappor_disguise.disguised_window`, folded as a fold that knows the candidates folds:
+``keep_pairs``). Each window's checks at the family-wise level 0.01 as ``ldp decode`` runs them
+(:func:`~ldp.jobs.rappor_poisoning.candidate_evidence`, the 64 candidates known). The ingest service's dashboard
+runs the same function with the spec's candidates (:func:`ldp.ingest.series.poisoning`): on the first two windows
+of every row both are run and must agree (``board_differs`` counts where they do not).
 
-Also per shape: ``predicted``, the power the candidates' test would have if its statistic were ``χ²₁`` with the
-noncentrality of the binned cells' expected likelihood ratio (:func:`noncentrality`), at the window's threshold:
-what the statistic can reach, beside what it reaches.
+``bound`` is the asymptotic power of the likelihood-ratio test of the targets' exact cells against the closest
+honest mixture (:func:`ldp.jobs.rappor_power_bound.power_bound`, from the expected cells, no simulation): an
+approximation of what the best test of those cells reaches, not a theorem. Judges: measured ``>= 0.8`` where the
+bound is ``>= 0.95``; honest false alarms at most the 99.9 % point of ``Binomial(trials, α)``.
 
-    python simulations/bench_rappor_power.py [--trials 10] [--quick] [--shapes 16x4x20000,...] [--without]
+The benchmark's full run measures the four corner shapes (k 16 and 128, m 4 and 64) at both ``n`` (10 windows per
+attack, 40 honest); the script measures any shapes (20 and 200 by default), writing every window as a JSON line
+(``--out``) so a long run loses nothing; ``docs/poisoning.md`` has the whole grid. At m = 64 the judge of power
+fails where the test falls back to its linear sum (n = 10⁵: three targets at 5 %): a known shortfall, not noise.
+
+    python simulations/bench_rappor_power.py [--trials 20] [--honest 200] [--quick] [--shapes 16x4x20000,...]
+        [--out windows.jsonl] [--table windows.jsonl ...]
 """
 
 from __future__ import annotations
@@ -22,14 +29,18 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
 ALPHA = 0.01
-ROWS = (("honest", 0, 0.0), *((f"{t}x{f:.0%}", t, f) for f in (0.02, 0.05) for t in (1, 2, 3)))
+ATTACKS = tuple((f"{t}x{f:.0%}", t, f) for f in (0.02, 0.05) for t in (1, 2, 3))
+ROWS = (("honest", 0, 0.0), *ATTACKS)
 SHAPES = tuple((k, m, n) for n in (20_000, 100_000) for k in (16, 32, 64, 128) for m in (4, 8, 16, 64))
-QUICK = ((16, 4, 20_000), (32, 8, 20_000), (64, 16, 20_000), (128, 16, 100_000))
+CORNERS = tuple((k, m, n) for n in (20_000, 100_000) for k in (16, 128) for m in (4, 64))
+QUICK = ((16, 4, 20_000), (32, 8, 20_000), (128, 64, 100_000))
 POWER_TARGET = 0.8
+BOUND_FOR_TARGET = 0.95
 
 
 def _params(k: int, m: int) -> Any:
@@ -38,87 +49,89 @@ def _params(k: int, m: int) -> Any:
     return RapporParams(num_bloombits=k, num_hashes=2, num_cohorts=m, p=0.25, q=0.75, f=0.5)
 
 
-def noncentrality(params: Any, n: int, fraction: float, targets: int, share: float = 0.01) -> float:
-    """``2·n·KL``: the expected likelihood ratio of one target's binned cells (:func:`~ldp.jobs.rappor_pair_law.
-    candidate_laws`) between the attacked law and its closest honest mixture (the KL projection, by the vectorised
-    fit), for a target held by ``share`` of the users, ``fraction / targets`` fake users for it, and the other
-    values' filters holding either bit of its pair with ``2/k`` each."""
+def window(k: int, m: int, n: int, row: str, trial: int, seed: int, cands: list[str]) -> dict[str, Any]:
+    """One window of ``row`` (seeded by ``(seed, k, m, n, row, trial)``): whether ``ldp decode``'s checks flag it,
+    whether the candidates' pair check does and its statistic, which checks flagged it, and on trials 0 and 1
+    whether the dashboard's verdict differs."""
     import numpy as np
 
-    from ldp.batch.rappor_pair_bins import bin_count
-    from ldp.jobs.rappor_pair_law import candidate_laws, pair_types
-    from ldp.jobs.rappor_shared_share import null_upper
-
-    k = params.num_bloombits
-    laws, fake = candidate_laws(params, bin_count(params) > 0)
-    kinds = pair_types(params)
-    w = np.zeros(len(kinds))
-    honest = {(1, 1, 0): share, (1, 0, 1): 2 / k * (1 - share), (0, 1, 1): 2 / k * (1 - share)}
-    for i, kind in enumerate(kinds):
-        w[i] = honest.get(kind, 0.0)
-    w[kinds.index((0, 0, 2))] = 1 - w.sum()
-    phi = fraction / targets
-    truth = (1 - phi) * (w @ laws) + phi * fake
-    counts = truth * 1e7
-    upper, _ = null_upper(counts[None], laws, 3000)
-    kl = (counts @ np.log(np.maximum(truth, 1e-300)) - float(upper[0])) / 1e7
-    return float(max(2 * n * kl, 0.0))
-
-
-def predicted_power(lam: float, tests: int, candidates: int = 64) -> float:
-    """``P(χ²₁(λ) >= t)`` at the window's threshold ``t``: ``α / tests / candidates`` (Bonferroni)."""
-    from scipy import stats
-
-    t = stats.chi2.isf(ALPHA / tests / candidates, 1)
-    return float(stats.ncx2.sf(t, 1, max(lam, 1e-9)))
-
-
-def measure_shape(k: int, m: int, n: int, trials: int, seed: int, without: bool = False) -> dict[str, Any]:
-    """The rows of one shape (module docstring)."""
-    import numpy as np
-
-    from ldp.decoders.rappor_decode import synthetic_rappor_candidates
-    from ldp.jobs.poisoning import poisoning_evidence
+    from ldp.ingest.series import poisoning
     from ldp.jobs.rappor_poisoning import candidate_evidence
     from ldp.simulation.rappor_disguise import disguised_window
 
-    params = _params(k, m)
-    cands = synthetic_rappor_candidates(params, 64)
-    out: dict[str, Any] = {"k": k, "m": m, "n": n, "trials": trials, "rows": {}}
-    t0 = time.perf_counter()
-    tests = 7
-    for i, (name, targets, fraction) in enumerate(ROWS):
-        gen = np.random.default_rng([seed, k, m, n, i])
-        flagged = own = board = 0
-        for _ in range(trials):
-            window = disguised_window(params, "honest" if targets == 0 else "alternating", n=n, fraction=fraction,
-                                      rng=gen, gain=False, targets=max(targets, 1))
-            ev = candidate_evidence(window.aggregate, cands, alpha=ALPHA)
-            tests = len(ev.checks)
-            flagged += ev.suspicious
-            own += {c.name: c for c in ev.checks}.get("pair_candidates", ev.checks[0]).suspicious
-            board += poisoning_evidence(window.aggregate, alpha=ALPHA).suspicious if without else 0
-        row: dict[str, Any] = {"flagged": flagged / trials, "pair_candidates": own / trials}
-        if without:
-            row["board_without"] = board / trials
-        if targets:
-            row["predicted"] = round(predicted_power(noncentrality(params, n, fraction, targets), tests), 3)
-        out["rows"][name] = row
-    out["seconds"] = round(time.perf_counter() - t0, 1)
+    i, targets, fraction = next((j, t, f) for j, (name, t, f) in enumerate(ROWS) if name == row)
+    gen = np.random.default_rng([seed, k, m, n, i, trial])
+    win = disguised_window(_params(k, m), "honest" if targets == 0 else "alternating", n=n, fraction=fraction,
+                           rng=gen, gain=False, targets=max(targets, 1))
+    ev = candidate_evidence(win.aggregate, cands, alpha=ALPHA)
+    own = {c.name: c for c in ev.checks}.get("pair_candidates")
+    out = {"k": k, "m": m, "n": n, "row": row, "trial": trial, "flag": bool(ev.suspicious),
+           "pc": bool(own is not None and own.suspicious), "stat": None if own is None else own.statistic,
+           "by": [c.name for c in ev.checks if c.suspicious], "checks": len(ev.checks)}
+    if trial < 2:
+        board = poisoning(win.aggregate, cands)
+        out["board_differs"] = board is None or board["verdict"] != ev.verdict
     return out
 
 
-def measure(trials: int, seed: int, shapes: Any = SHAPES, without: bool = False) -> dict[str, Any]:
-    """Every shape's rows, and the shapes where every attack row reaches the power target."""
-    from ldp.batch.rappor_pair_bins import pair_bins_shape
+def measure_shape(k: int, m: int, n: int, trials: int, honest: int, seed: int, sink: Any = None) -> list[dict]:
+    """Every window of one shape: ``honest`` honest ones, ``trials`` of each attack (one JSON line each to
+    ``sink``)."""
+    from ldp.decoders.rappor_decode import synthetic_rappor_candidates
 
-    cells = []
-    for k, m, n in shapes:
-        cell = measure_shape(k, m, n, trials, seed, without)
-        cell["pair_bins"] = list(pair_bins_shape(_params(k, m)))
-        cells.append(cell)
-        print(json.dumps(cell), flush=True)
-    return {"alpha": ALPHA, "h": 2, "p": 0.25, "q": 0.75, "f": 0.5, "candidates": 64, "shapes": cells}
+    cands = synthetic_rappor_candidates(_params(k, m), 64)
+    out = []
+    for row, targets, _ in ROWS:
+        for trial in range(trials if targets else honest):
+            rec = window(k, m, n, row, trial, seed, cands)
+            out.append(rec)
+            if sink is not None:
+                sink.write(json.dumps(rec) + "\n")
+                sink.flush()
+    return out
+
+
+def bounds(k: int, m: int, n: int, draws: int = 6) -> dict[str, float]:
+    """Per attack row the bound (:func:`ldp.jobs.rappor_power_bound.power_bound`, ``draws`` draws of the
+    targets), at the window's threshold (7 checks, 64 candidates)."""
+    from ldp.jobs.rappor_power_bound import power_bound
+
+    params = _params(k, m)
+    return {row: round(power_bound(params, n, f, t, draws=draws)["power"], 3) for row, t, f in ATTACKS}
+
+
+def table(records: Iterable[dict[str, Any]], draws: int = 6) -> list[dict[str, Any]]:
+    """The cells of the windows ``records``: per shape and row the share flagged, the windows, the dashboard's
+    disagreements and (attack rows) the bound."""
+    from scipy import stats
+
+    cells: dict[tuple[int, int, int], dict[str, Any]] = {}
+    for r in records:
+        cell = cells.setdefault((r["k"], r["m"], r["n"]), {"k": r["k"], "m": r["m"], "n": r["n"], "rows": {}})
+        row = cell["rows"].setdefault(r["row"], {"flagged": 0, "trials": 0, "board_differs": 0})
+        row["flagged"] += int(r["flag"])
+        row["trials"] += 1
+        row["board_differs"] += int(r.get("board_differs", False))
+    for (k, m, n), cell in sorted(cells.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
+        bound = bounds(k, m, n, draws)
+        for name, row in cell["rows"].items():
+            row["power"] = round(row["flagged"] / row["trials"], 3)
+            if name == "honest":
+                row["tolerance"] = int(stats.binom.isf(0.001, row["trials"], ALPHA))
+            else:
+                row["bound"] = bound[name]
+    return [cells[key] for key in sorted(cells, key=lambda t: (t[2], t[0], t[1]))]
+
+
+def judge(ctx: Any, cells: list[dict[str, Any]]) -> None:
+    """The section's judges (module docstring), in place."""
+    for cell in cells:
+        for name, row in cell["rows"].items():
+            label = f"rappor_power.k{cell['k']}_m{cell['m']}_n{cell['n']}.{name}"
+            if name == "honest":
+                row["target"] = ctx.judge(label, row["flagged"], "<=", row["tolerance"], "false alarms")
+            elif row["bound"] >= BOUND_FOR_TARGET:
+                row["target"] = ctx.judge(label, row["power"], ">=", POWER_TARGET, "share flagged")
 
 
 def register(b: ModuleType) -> None:
@@ -126,25 +139,36 @@ def register(b: ModuleType) -> None:
 
     @b.benchmark("rappor_power")
     def rappor_power(ctx: Any) -> dict[str, Any]:
-        out = measure(4 if ctx.quick else 20, ctx.seed, QUICK if ctx.quick else SHAPES)
-        for cell in out["shapes"]:
-            for name, row in cell["rows"].items():
-                label = f"rappor_power.k{cell['k']}_m{cell['m']}_n{cell['n']}.{name}"
-                if name == "honest":
-                    row["target"] = ctx.judge(label, row["flagged"], "<=", ALPHA * 5, "share flagged")
-                else:
-                    row["target"] = ctx.judge(label, row["flagged"], ">=", POWER_TARGET, "share flagged")
-        return out
+        trials, honest, shapes = (4, 20, QUICK) if ctx.quick else (10, 40, CORNERS)
+        t0 = time.perf_counter()
+        records = [r for k, m, n in shapes for r in measure_shape(k, m, n, trials, honest, ctx.seed)]
+        cells = table(records, 2 if ctx.quick else 4)
+        judge(ctx, cells)
+        return {"alpha": ALPHA, "h": 2, "p": 0.25, "q": 0.75, "f": 0.5, "candidates": 64, "cells": cells,
+                "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=20, help="windows per attack row")
+    ap.add_argument("--honest", type=int, default=200, help="honest windows per shape")
+    ap.add_argument("--seed", type=int, default=88)
+    ap.add_argument("--quick", action="store_true", help="three shapes, 4 windows per row")
+    ap.add_argument("--shapes", default=None, help="comma-separated KxMxN, e.g. 16x4x20000,128x64x100000")
+    ap.add_argument("--out", default=None, help="append every window to this JSON-lines file")
+    ap.add_argument("--table", nargs="*", default=None, help="only print the table of these JSON-lines files")
+    a = ap.parse_args()
+    if a.table is not None:
+        records = [json.loads(line) for path in a.table for line in open(path)]
+        print(json.dumps(table(records), indent=1))
+        return
+    chosen = (tuple(tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")) if a.shapes
+              else QUICK if a.quick else SHAPES)
+    sink = open(a.out, "a") if a.out else None
+    records = [r for k, m, n in chosen for r in measure_shape(k, m, n, 4 if a.quick else a.trials,
+                                                              20 if a.quick else a.honest, a.seed, sink)]
+    print(json.dumps(table(records), indent=1))
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trials", type=int, default=10)
-    ap.add_argument("--seed", type=int, default=88)
-    ap.add_argument("--quick", action="store_true", help="four shapes")
-    ap.add_argument("--shapes", default=None, help="comma-separated KxMxN, e.g. 16x4x20000,128x64x100000")
-    ap.add_argument("--without", action="store_true", help="also the dashboard of a metric without candidates")
-    a = ap.parse_args()
-    chosen = (tuple(tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")) if a.shapes
-              else QUICK if a.quick else SHAPES)
-    measure(a.trials, a.seed, chosen, a.without)
+    main()

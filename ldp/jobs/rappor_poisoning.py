@@ -74,8 +74,11 @@ independently, whatever its value. So:
   the one tested parameter ``φ`` is on its boundary: ``T_s`` is asymptotically ``½χ²₀ + ½χ²₁`` and is taken as
   ``χ²₁`` (the same margin as the chosen pairs'; not a proof where honest shares are on their own boundary). The
   p-value is ``min(1, D·P(χ²₁ >= max_s T_s))``, Bonferroni over the ``D`` candidates with distinct pairs: every
-  candidate is tested, so which ratios are computed (the 8 of largest linear score, the others counted 0, a lower
-  bound) may depend on the data without breaking the level. No top candidates are chosen by their estimated
+  candidate is tested, so which ratios are computed (the 8 of largest score at the honest fit, the others counted
+  0, a lower bound) may depend on the data without breaking the level. Elsewhere the fold keeps ``pair_bins``
+  (:mod:`ldp.batch.rappor_pair_bins`): the same ratio on cells with ``L`` binned while there are at least 8 bins and
+  at most 16 cohorts, a one-sided linear sum otherwise (:func:`~ldp.jobs.rappor_pair_law.candidate_pair_check`).
+  No top candidates are chosen by their estimated
   frequency: that choice would use the tested data (a split would halve the reports). With the candidates, this
   check takes the chosen-pair test's place in the window's family (:func:`candidate_evidence`), so the family's
   size is unchanged. The level is checked on honest windows (200 at n = 20,000 in

@@ -191,3 +191,14 @@ def test_wide_filters_keep_bins_only_when_told() -> None:
     plain.add(batch)
     told.add(batch)
     assert not plain.pair_bins.any() and told.pair_bins[:, :, 0].sum() == 500
+
+
+def test_few_cohorts_and_many_bins_take_the_likelihood_ratio() -> None:
+    """k = 64, m = 16 (30 bins of L, no pair_grid): the candidates' test is the common-share likelihood ratio on the
+    binned cells, and 5 % fake users for one target at n = 20,000 are flagged by it (the ratio is about 60 where the
+    threshold is 18; it fails if the binned path drops back to the linear sum, whose message differs)."""
+    params = _params(64, 16)
+    cands = synthetic_rappor_candidates(params, 64)
+    window = disguised_window(params, "single", rng=5, gain=False)
+    check = {c.name: c for c in candidate_evidence(window.aggregate, cands).checks}["pair_candidates"]
+    assert check.suspicious and "likelihood ratio" in check.message and "30 bins" in check.message
