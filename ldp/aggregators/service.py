@@ -185,17 +185,21 @@ def front_for(app: Any, role: str, host: str, port: int, *, reuse_port: bool = F
     """The binding's HTTP front serving ``app`` (:class:`ldp.web.front.Front`): at the leader, its uploads taken in
     batches (:class:`ldp.aggregators.uploads.UploadBatches`), each opened as it arrives (the leader's key and its
     tasks by their names in the upload path); the bodies read up to the role's largest route's."""
+    from functools import partial
+
+    from ldp.aggregators.cors import cors_headers
     from ldp.aggregators.routes import MAX_BODY, MAX_REPORT, MAX_REQUEST
     from ldp.aggregators.task import b64
     from ldp.aggregators.uploads import UploadBatches
     from ldp.web.front import Front
 
+    cors = partial(cors_headers, role)  # on the front's own 500s too, as on every answer of a device route
     if role == "leader":
         leader = app.state.aggregator
         return Front(app, host, port, max_body=max(MAX_REPORT, MAX_REQUEST), reuse_port=reuse_port,
-                     batch=UploadBatches(leader), gather=GATHER, workers=2, keypair=leader.keypair,
+                     batch=UploadBatches(leader), gather=GATHER, workers=2, error_headers=cors, keypair=leader.keypair,
                      upload_tasks={b64(tid): tid for tid in leader.state})
-    return Front(app, host, port, max_body=max(MAX_BODY, MAX_REQUEST), reuse_port=reuse_port)
+    return Front(app, host, port, max_body=max(MAX_BODY, MAX_REQUEST), reuse_port=reuse_port, error_headers=cors)
 
 
 def serve_native(config: AggregatorConfig, host: str, port: int, announce: Any = None) -> int:

@@ -56,16 +56,19 @@ class Front:
     then :meth:`stop`. ``batch`` takes a batch of requests and returns those it did not take (each it took, it
     answers); ``max_body``: the largest body any route takes; ``gather``: the least seconds between two batches'
     starts while requests keep coming (fewer, larger batches: the leader writes one chunk per batch); ``workers``: the
-    batches served at once (``batch`` must then be safe to call from several threads); ``options``:
+    batches served at once (``batch`` must then be safe to call from several threads); ``error_headers``: the
+    headers of a 500 the front answers itself, by method and decoded path; ``options``:
     :class:`ldp.prio.HttpFront`'s others (``threads``, ``reuse_port``, the leader's ``keypair`` and
     ``upload_tasks``)."""
 
     def __init__(self, app: Any, host: str, port: int, *, max_body: int,
                  batch: Callable[[list[Any]], list[Any]] | None = None, gather: float = 0.0, workers: int = 1,
+                 error_headers: Callable[[str, str], list[tuple[bytes, bytes]]] | None = None,
                  **options: Any) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
         self.app, self.host, self.port, self.max_body, self.batch = app, host, port, max_body, batch
+        self.error_headers = error_headers
         self.gather, self.workers = gather, workers
         self.options = options
         self.http: Any = None
@@ -160,10 +163,19 @@ class Front:
                 logger.error("the batch route failed (%s)", type(exc).__name__)
                 for r in requests:
                     if not r.answered:
-                        answer(r, problem(500, "internal", "the service failed on this request"))
+                        answer(r, self._internal_error(r))
                 rest = []
         for request in rest:
             self.loop.call_soon_threadsafe(self._begin, request)
+
+    def _internal_error(self, request: Any) -> Any:
+        """The 500 problem the front answers when the service failed on ``request``, with the headers
+        ``error_headers`` gives for its method and decoded path (an aggregator's CORS headers on its device routes:
+        a browser reads the failure instead of a network error, as behind another ASGI server)."""
+        response = problem(500, "internal", "the service failed on this request")
+        if self.error_headers is not None:
+            response.raw_headers.extend(self.error_headers(request.method, unquote(request.path)))
+        return response
 
     def _begin(self, request: Any) -> None:
         task = self.loop.create_task(self._call(request))
@@ -180,7 +192,7 @@ class Front:
             status, headers, body = await _asgi_call(self.app, request, self.address, self._lifespan)
         except Exception as exc:  # noqa: BLE001 (logged by its class: its message could quote a body)
             logger.error("internal error on %s %s (%s)", request.method, request.path, type(exc).__name__)
-            answer(request, problem(500, "internal", "the service failed on this request"))
+            answer(request, self._internal_error(request))
             return
         request.respond(status, headers, body)
 

@@ -436,3 +436,25 @@ def test_http_is_an_aggregators_choice(tmp_path: Path) -> None:
     assert done.returncode == 2 and "--http is an aggregator's" in done.stderr
     with pytest.raises(ValueError, match="native or uvicorn"):
         serve(None, "127.0.0.1", 0, http="h2")  # type: ignore[arg-type]
+
+
+def test_the_fronts_own_500_carries_cors_on_the_device_routes(pair: Any) -> None:
+    """A failure the front answers itself (its batch route raising, or the app) is a 500 problem with the route's
+    CORS headers on the device routes, as behind another ASGI server, and none elsewhere: a page reads the 500 instead
+    of a network error."""
+    w, _, _, front = pair
+
+    def broken_batch(requests: list[Any]) -> list[Any]:
+        raise RuntimeError("broken")
+
+    async def broken_app(scope: Any, receive: Any, send: Any) -> None:
+        raise RuntimeError("broken")
+
+    front.batch, front.app = broken_batch, broken_app
+    upload = exchange(front, "PUT", f"/tasks/{w.task.id_text}/reports", w.report(1),
+                      {"Origin": ORIGIN, "Content-Type": DAP})
+    assert (upload[0], upload[3]) == (500, ANY)
+    front.batch = None  # the app's failures: a device route and another
+    assert [(s, c) for s, _, _, c in (exchange(front, "GET", "/hpke_config", b"", {"Origin": ORIGIN}),
+                                       exchange(front, "GET", "/status", b"", {"Origin": ORIGIN}))] == [(500, ANY),
+                                                                                                       (500, [])]
