@@ -151,9 +151,11 @@ def test_a_worker_keeps_its_stores_for_the_process(spec: Any, fakefs: type[Count
     inputs._shared.cache_clear()
 
 
-def test_scoped_inputs_are_read_as_the_role_and_only_by_this_process(tmp_path: Path) -> None:
+def test_scoped_inputs_are_read_as_the_role_and_only_by_this_process(tmp_path: Path,
+                                                                     fakefs: type[CountingFS]) -> None:  # noqa: F811
     """Inputs under a scope's root go through that root's RoleStore (keys relative to the root); a job with scopes
-    on Dask workers, which would read without them, is refused."""
+    on Dask workers, which would read without them, is refused. (``fakefs`` registers ``ldpfake://``: without it the
+    test passed only after another test of the process had.)"""
     from ldp.jobs.job import fold_files
     from ldp.storage.roles import RoleStore, analyst_role
 
