@@ -15,15 +15,17 @@ from ldp.privacy.binary_intervals import interval_cuts
 from ldp.privacy.shuffle import ShuffleStructure, canonical_n, geometric_n, shuffled_epsilon
 from ldp.privacy.window_grid import eps_at, eps_index, floor_delta
 
+_VALUES = {"binary": 2, "k-RR": 10, "k-RR100": 100}
+
 
 def _structure(kind: str, eps0: float) -> ShuffleStructure | None:
-    return None if kind == "generic" else GRRParams(eps0, 2 if kind == "binary" else 10).shuffle_structure
+    return None if kind == "generic" else GRRParams(eps0, _VALUES[kind]).shuffle_structure
 
 
 def _quiet(eps0: float, n: int, delta: float, kind: str) -> float:
     structure = _structure(kind, eps0)
     if structure is not None:  # the channel's realized ε (its p and q rounded), which its structure may not exceed
-        eps0 = GRRParams(eps0, 2 if kind == "binary" else 10).privacy_cost.epsilon
+        eps0 = GRRParams(eps0, _VALUES[kind]).privacy_cost.epsilon
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         g = shuffled_epsilon(eps0, n, delta, structure)
@@ -68,7 +70,7 @@ def test_the_binary_figure_at_consecutive_n_which_rose() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(kind=st.sampled_from(["binary", "k-RR", "generic"]), eps0=st.floats(0.05, 8.0),
+@given(kind=st.sampled_from(["binary", "k-RR", "k-RR100", "generic"]), eps0=st.floats(0.05, 8.0),
        n=st.one_of(st.integers(2, 3000), st.integers(3000, 10**6)), log_delta=st.floats(-20, math.log10(0.49)))
 def test_non_increasing_in_n(kind: str, eps0: float, n: int, log_delta: float) -> None:
     """Consecutive n, and n next to its fixed intervals' boundaries (n + 1 a multiple of 40)."""
@@ -79,7 +81,7 @@ def test_non_increasing_in_n(kind: str, eps0: float, n: int, log_delta: float) -
 
 
 @settings(max_examples=20, deadline=None)
-@given(kind=st.sampled_from(["binary", "k-RR", "generic"]), eps0=st.floats(0.05, 8.0),
+@given(kind=st.sampled_from(["binary", "k-RR", "k-RR100", "generic"]), eps0=st.floats(0.05, 8.0),
        n=st.integers(2, 10**6), log_delta=st.floats(-30, math.log10(0.45)), ratio=st.floats(1.0, 1.01))
 def test_non_increasing_in_delta(kind: str, eps0: float, n: int, log_delta: float, ratio: float) -> None:
     delta = 10**log_delta
@@ -87,7 +89,8 @@ def test_non_increasing_in_delta(kind: str, eps0: float, n: int, log_delta: floa
 
 
 @settings(max_examples=6, deadline=None)
-@given(kind=st.sampled_from(["binary", "k-RR", "generic"]), eps0=st.floats(0.05, 30.0), n=st.integers(1, 10**5))
+@given(kind=st.sampled_from(["binary", "k-RR", "k-RR100", "generic"]), eps0=st.floats(0.05, 30.0),
+       n=st.integers(1, 10**5))
 def test_tiny_delta_is_total_and_quiet(kind: str, eps0: float, n: int) -> None:
     _quiet(eps0, n, 1e-300, kind)
 
@@ -171,3 +174,14 @@ def test_a_larger_eps0_is_searched_exactly_to_more_users() -> None:
     p = 1.0 / (1.0 + math.exp(-eps0))
     exact = binary_pair(0, n - 1, p, 1e-18).epsilon(delta)
     assert exact <= _quiet(eps0, n, delta, "binary") <= 1.1 * exact
+
+
+@pytest.mark.parametrize(("eps0", "d", "delta", "top"), [(0.05, 100, 1e-14, 260), (0.09375, 10, 1e-14, 160),
+                                                        (0.3, 100, 1e-14, 200)])
+def test_the_k_rr_blanket_never_rises_where_its_bands_moved(eps0: float, d: int, delta: float, top: int) -> None:
+    """k-RR's grouped blanket rose along its grid of n when U's bands were placed about U's marginal mean rather than
+    each group's (CI's stored example: ε₀ = 0.09375, d = 10, δ = 10⁻¹⁴, 0.028160 at n = 119 and 0.028191 at 120; at
+    d = 100, ε₀ = 0.05, 90 rises from n = 113 to 4,000, up to 1.9 % each). The old bands fail every row."""
+    figures = [_quiet(eps0, n, delta, "k-RR100" if d == 100 else "k-RR") for n in range(100, top)]
+    rises = [(100 + i, a, b) for i, (a, b) in enumerate(zip(figures, figures[1:], strict=False)) if b > a]
+    assert not rises, rises[:5]
