@@ -16,6 +16,12 @@ the same URL: 202 while its window is open, then 200 with the :class:`Collection
   between the aggregators) is the poll's refusal.
 * **The collection's interval is the window** (DAP-09 asks for the smallest interval of the task's time precision
   holding the batch's report times; the window holds them, and says nothing of when within it the reports came).
+* **A Poplar1 task's job names a level** (issue 89): its ``CollectionReq`` carries the aggregation parameter (the
+  level and its candidate prefixes, DAP-09 §4.7.1's ``agg_param``), which must decode as one (``invalid_message``
+  otherwise, as for a Prio3 job that carries one); polling releases that level
+  (:func:`ldp.aggregators.poplar1_leader.collect_level`: each level once, in order, within the task's bounds; the
+  same parameter again is answered from its release), the shares sealed to the parameter as DAP-09's
+  ``AggregateShareAad`` says.
 """
 
 from __future__ import annotations
@@ -57,11 +63,19 @@ def create_job(leader: Any, task_id: bytes, job_text: str, body: bytes) -> None:
         req = CollectionReq.from_bytes(body)
     except MessageError as exc:
         raise AggregatorError(str(exc), "invalid_message") from None
-    if req.aggregation_parameter:
+    if state.task.is_poplar1:
+        from ldp.aggregators.poplar1_records import decode_param
+
+        if not req.aggregation_parameter:
+            raise AggregatorError("a Poplar1 collection job names its aggregation parameter (level and prefixes)",
+                                  "invalid_message")
+        decode_param(req.aggregation_parameter)
+    elif req.aggregation_parameter:
         raise AggregatorError("Prio3 takes no aggregation parameter, the request has one", "invalid_message")
     window = task_window(state.task.window_seconds, req.interval)
     digest = hashlib.sha256(body).hexdigest()
-    rec = {"job": job_id.hex(), "window": window, "request_sha256": digest, "created": leader.clock()}
+    rec = {"job": job_id.hex(), "window": window, "request_sha256": digest, "created": leader.clock(),
+           **({"agg_param": req.aggregation_parameter.hex()} if req.aggregation_parameter else {})}
     key = job_key(state.records, job_id)
     if not state.records.write(key, rec) and state.records.read(key).get("request_sha256") != digest:
         raise AggregatorError(f"collection job {job_text} was created with another request", "job_mismatch", 409)
@@ -85,7 +99,7 @@ def poll_job(leader: Any, task_id: bytes, job_text: str) -> tuple[bytes | None, 
     if wait > 0:
         return None, min(wait, RETRY_AFTER)
     try:
-        doc = leader.collect(task_id, window)
+        doc = leader.collect(task_id, window, bytes.fromhex(rec.get("agg_param", "")))
     except AggregatorError as exc:
         if exc.code == "jobs_in_progress":  # another replica holds one of the window's jobs (docs/scale-out.md)
             return None, min(RETRY_AFTER, 5)

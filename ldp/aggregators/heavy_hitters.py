@@ -24,7 +24,7 @@ from ldp.aggregators.prepare import aggregate_share_info
 from ldp.aggregators.task import Task
 from ldp.errors import AggregatorError, PrioError
 
-__all__ = ["open_level", "collect_heavy_hitters", "default_threshold"]
+__all__ = ["open_level", "collect_heavy_hitters", "default_threshold", "dap_level", "collector_walk_cost"]
 
 Ask = Callable[[int, bytes], dict[str, Any]]
 """``ask(window, agg_param)``: the leader's answer for one level (:meth:`ldp.aggregators.leader.Leader.collect`)."""
@@ -46,6 +46,39 @@ def open_level(task: Task, keypair: Any, param: Any, doc: dict[str, Any]) -> lis
             raise AggregatorError(f"the {role}'s share of level {param.level} does not open for this batch and "
                                   f"parameter: {exc}", "hpke_decrypt_error", 502) from None
     return signed_counts(shares)
+
+
+def dap_level(task: Task, collection: bytes) -> dict[str, Any]:
+    """What :func:`open_level` reads, from one level's DAP-09 ``Collection`` (a collection job with the level's
+    aggregation parameter: :meth:`ldp.aggregators.http.LeaderClient.collect`): the window, the report count and
+    both sealed shares. A leader of another implementation states no figures: :func:`collector_walk_cost` computes
+    the walk's from the task."""
+    from ldp.aggregators.collection_messages import Collection, MessageError
+
+    try:
+        dap = Collection.from_bytes(collection)
+    except MessageError as exc:
+        raise AggregatorError(f"the leader's Collection does not decode: {exc}", "invalid_message", 502) from None
+    window = dap.interval.start
+    if dap.interval != Interval(window, task.window_seconds) or window % task.window_seconds:
+        raise AggregatorError(f"the leader's Collection is of {dap.interval}, not one window of the task",
+                              "invalid_message", 502)
+    return {"window": window, "report_count": dap.report_count, "leader_share": dap.leader_share.to_bytes().hex(),
+            "helper_share": dap.helper_share.to_bytes().hex()}
+
+
+def collector_walk_cost(task: Task, levels: int) -> dict[str, Any] | None:
+    """The walk's (ε, δ) after ``levels`` levels released, from the task alone (its noise, calibrated over its
+    :attr:`~ldp.aggregators.task.Task.levels`, each level released once with that level's noise): the leader's
+    ``walk_epsilon`` (:func:`ldp.aggregators.poplar1_leader.walk_cost`) recomputed by the collector; ``None``
+    without noise or levels."""
+    from ldp.aggregators.poplar1_leader import walk_cost
+
+    walk = task.walk_calibration()
+    if walk is None or levels == 0:
+        return None
+    cost = walk_cost(task, [{"noise": walk.level_record()}] * levels)
+    return None if cost is None else cost.to_dict()
 
 
 def default_threshold(task: Task, max_candidates: int) -> int:
@@ -91,6 +124,8 @@ def collect_heavy_hitters(task: Task, keypair: Any, ask: Ask, window: int, *, th
             text = None
         found.append({"bits": raw.hex(), "text": text, "count": count})
     last = answers[-1] if answers else {}
+    if answers and "walk_epsilon" not in last:  # a DAP-09 Collection: the figures from the task (dap_level)
+        last = {**last, "levels_released": len(answers), "walk_epsilon": collector_walk_cost(task, len(answers))}
     return {"task_id": task.id_text, "window": window, "threshold": t, "max_candidates": cap, "bits": bits,
             "strings": found, "capped": result.capped,
             "trace": [{"level": tr.level, "candidates": tr.candidates, "passed": tr.passed, "kept": tr.kept}

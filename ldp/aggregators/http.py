@@ -183,14 +183,14 @@ class LeaderClient:
     def upload(self, task_id: bytes, report: bytes) -> None:
         self._call("PUT", f"{self.url}/tasks/{b64(task_id)}/reports", report, None, DAP_REPORT)
 
-    def collect(self, task_id: bytes, window: int, window_seconds: int) -> bytes:
+    def collect(self, task_id: bytes, window: int, window_seconds: int, agg_param: bytes = b"") -> bytes:
         """DAP-09's collection flow (§4.7) for one window: a collection job created (``PUT`` of a
-        ``CollectionReq``) and polled (``POST``) while the leader answers 202, each poll after its ``Retry-After``
-        (1 s when it names none), for at most ``wait`` seconds in all; the encoded ``Collection``. A leader that
-        asks to wait past that (an ``ldp`` leader whose window has not ended names the time left) is
-        ``window_open`` at once."""
+        ``CollectionReq``, with ``agg_param``: a Poplar1 level's parameter) and polled (``POST``) while the leader
+        answers 202, each poll after its ``Retry-After`` (1 s when it names none), for at most ``wait`` seconds in
+        all; the encoded ``Collection``. A leader that asks to wait past that (an ``ldp`` leader whose window has
+        not ended names the time left) is ``window_open`` at once."""
         url = f"{self.url}/tasks/{b64(task_id)}/collection_jobs/{b64(secrets.token_bytes(COLLECTION_JOB_ID_SIZE))}"
-        self._call("PUT", url, CollectionReq(Interval(window, window_seconds)).to_bytes(), self.token,
+        self._call("PUT", url, CollectionReq(Interval(window, window_seconds), agg_param).to_bytes(), self.token,
                    MEDIA_TYPES["CollectionReq"])
         deadline = self.clock() + self.wait
         while True:

@@ -197,11 +197,13 @@ def _collect(args: argparse.Namespace) -> int:
         raise ValueError(f"task {task.id_text} is a Poplar1 task: its strings are collected with --heavy-hitters")
     results = []
     if args.heavy_hitters:
-        from ldp.aggregators.heavy_hitters import collect_heavy_hitters
+        from ldp.aggregators.heavy_hitters import collect_heavy_hitters, dap_level
+
+        def ask(window: int, param: bytes) -> dict[str, Any]:  # one level: a DAP-09 collection job with its param
+            return dap_level(task, client.collect(task.task_id, window, task.window_seconds, param))
 
         for text in args.window:
-            found = collect_heavy_hitters(task, keypair, lambda w, param: client.collect_json(task.task_id, w, param),
-                                          parse_window(text), threshold=args.threshold,
+            found = collect_heavy_hitters(task, keypair, ask, parse_window(text), threshold=args.threshold,
                                           max_candidates=args.max_candidates)
             results.append(found)
             _print_found(found)
