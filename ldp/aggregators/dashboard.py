@@ -4,7 +4,8 @@ released, and each release's central (ε, δ) with the task's over every release
 disagree on and the leader's jobs set aside (issue 84, items 2 and 4); and what the task promises,
 before its first release too: its noise, each release's (ε, δ) per report and per device (a device's
 ``reports_per_window`` reports of a window all in the release: :func:`ldp.aggregators.release.device_cost`), and its
-minimum batch size. The numbers are
+minimum batch size; for a Poplar1 task, each window's levels (issue 89): the level, its valid reports and refusals,
+whether it was released. The numbers are
 :meth:`~ldp.aggregators.helper.Aggregator.status`'s (``GET /status`` gives them as JSON); the page is the template
 ``templates/status.html`` in the services' page shell (:mod:`ldp.web.pages`: Jinja2, autoescape on, so every text
 is escaped)."""
@@ -81,7 +82,10 @@ def _task_view(task: dict[str, Any]) -> dict[str, Any]:
         "disagreements": [f"{_when(d['window'])}: this side counted {int(d['count']):,} reports; the other: "
                           f"{d.get('peer', '')}" for d in task.get("disagreements", [])],
         "set_aside": [f"job {a.get('job')} of {_when(a['window'])}: {a.get('reason')}"
-                      for a in task.get("set_aside", []) if a.get("window") is not None]}
+                      for a in task.get("set_aside", []) if a.get("window") is not None],
+        "levels": ([{"when": _when(lv["window"]), "level": int(lv["level"]), "valid": f"{int(lv['valid']):,}",
+                     "refused": _codes(lv.get("refused", {})), "released": "yes" if lv.get("released") else "no"}
+                    for lv in task["levels"]] if "levels" in task else None)}
 
 
 def view(status: dict[str, Any]) -> dict[str, Any]:

@@ -105,3 +105,22 @@ def test_a_collection_of_another_interval_is_refused_by_the_collector(tmp_path: 
     assert refused.value.code == "invalid_message"
     with pytest.raises(AggregatorError):
         dap_level(w.task, b"\x01")
+
+
+def test_the_status_page_shows_each_level_of_a_window(tmp_path: Path) -> None:
+    """The dashboard's levels table: none before the collector asks, then one row per level with its valid reports
+    and release, on both sides. Breaks if the page drops the levels or shows another side's counts."""
+    from ldp.aggregators.dashboard import render, view
+
+    w = _world(tmp_path)
+    _upload(w, VALUES)
+    assert "no level asked yet" in render(w.leader.status())
+    collect_heavy_hitters(w.task, w.collector_key, _dap_ask(w), T0, threshold=10)
+    for side in (w.leader, w.helper):
+        levels = view(side.status())["tasks"][0]["levels"]
+        assert [(lv["level"], lv["valid"], lv["released"]) for lv in levels] == [(i, "50", "yes") for i in range(BITS)]
+        page = render(side.status())
+        assert "Levels (Poplar1" in page and page.count("<td>50</td>") >= BITS
+    prio3 = _world(tmp_path / "prio3", vdaf="Prio3Count")
+    assert view(prio3.leader.status())["tasks"][0]["levels"] is None and "Levels (Poplar1" not in render(
+        prio3.leader.status())
