@@ -3,8 +3,9 @@ by the binding's front (:func:`ldp.aggregators.service.front_for`), the leader r
 :class:`~ldp.aggregators.http.HelperClient` (each level's job: the ``PUT`` of its first round, the ``POST`` of its
 ``AggregationJobContinueReq``, then the helper's aggregate share), devices' reports uploaded with
 :class:`~ldp.aggregators.http.LeaderClient`, and ``ldp collect --heavy-hitters`` run in process against the leader's
-URL (its JSON collection route with each level's ``agg_param``). Without noise the walk finds exactly the strings
-with at least ``T`` holders, and its ``--out`` file says so."""
+URL (each level a DAP-09 collection job whose ``CollectionReq`` carries the level's ``agg_param``). Without noise the
+walk finds exactly the strings with at least ``T`` holders, and its ``--out`` file says so; with noise the walk's
+(ε, δ) it prints is the calibration's composition over the levels."""
 
 from __future__ import annotations
 
@@ -31,7 +32,12 @@ HOLDERS = {"A": 7, "z": 5, "0": 3, "~": 1}
 def served(tmp_path: Path) -> Any:
     """(world, the leader's URL): a noiseless Poplar1 task, its helper and leader each behind a loopback front, the
     leader's helper the HTTP client of the helper's front."""
-    w = world(tmp_path, vdaf="Poplar1", params={"bits": BITS, "max_candidates": 8}, min_batch_size=4, job_size=6)
+    yield from _serve(tmp_path, None)
+
+
+def _serve(tmp_path: Path, noise: Any) -> Any:
+    w = world(tmp_path, vdaf="Poplar1", params={"bits": BITS, "max_candidates": 8}, min_batch_size=4, job_size=6,
+              noise=noise, seed=None if noise is None else 11)
     helper = front_for(create_app(w.helper, peer_token_sha256=token_sha256(PEER)), "helper", "127.0.0.1", 0)
     helper.start()
     try:
@@ -48,26 +54,31 @@ def served(tmp_path: Path) -> Any:
         helper.stop()
 
 
-def test_ldp_collect_heavy_hitters_over_http_finds_exactly_the_strings_with_t_holders(served: Any,
-                                                                                      tmp_path: Path) -> None:
-    """Breaks if the continue route or its media type is refused (the leader's collect answers an error, the
-    command exits 2), if the collection route drops ``agg_param``, or if either round or the aggregation changes a
-    count (the strings or their counts differ)."""
+def _command(w: Any, url: str, tmp_path: Path, holders: dict[str, int]) -> list[str]:
+    """Devices' reports uploaded over HTTP, the window ended, and the ``ldp collect`` command line of the task."""
     from ldp.aggregators.config import save_keypair, write_secret
     from ldp.prio.poplar1 import bits_of
 
-    w, url = served
     client = LeaderClient(url)
-    for text, n in HOLDERS.items():
+    for text, n in holders.items():
         for _ in range(n):
             client.upload(w.task.task_id, w.report(bits_of(ord(text), BITS)))
     w.now = T0 + WINDOW + 1  # the window has ended
     w.task.save(tmp_path / "task.json")
     save_keypair(tmp_path / "collector.json", w.collector_key)
     write_secret(tmp_path / "token", COLLECTOR + "\n")
+    return ["collect", "--task", str(tmp_path / "task.json"), "--leader", url, "--key",
+            str(tmp_path / "collector.json"), "--token-file", str(tmp_path / "token"), "--window", str(T0)]
+
+
+def test_ldp_collect_heavy_hitters_over_http_finds_exactly_the_strings_with_t_holders(served: Any,
+                                                                                      tmp_path: Path) -> None:
+    """Breaks if the continue route or its media type is refused (the leader's collect answers an error, the
+    command exits 2), if the collection job drops ``agg_param``, or if either round or the aggregation changes a
+    count (the strings or their counts differ)."""
+    w, url = served
+    command = _command(w, url, tmp_path, HOLDERS)
     out = tmp_path / "found.json"
-    command = ["collect", "--task", str(tmp_path / "task.json"), "--leader", url, "--key",
-               str(tmp_path / "collector.json"), "--token-file", str(tmp_path / "token"), "--window", str(T0)]
     code, _, err = call_main(command)  # a Poplar1 task has no Prio3 collection: named before the leader is asked
     assert code == 2 and "collected with --heavy-hitters" in err, err
     code, printed, err = call_main([*command, "--heavy-hitters", "--threshold", "4", "--out", str(out)])
@@ -110,3 +121,26 @@ def test_the_continue_request_is_sent_and_taken_as_dap_09s_media_type(served: An
         urllib.request.urlopen(req, timeout=30)  # noqa: S310 (loopback)
     assert refused.value.code == 415 and json.loads(refused.value.read())["code"] == "invalid_message"
     assert w.helper.refused_jobs["invalid_message"] == 1
+
+
+def test_with_noise_over_http_the_walk_states_the_calibrations_figure(tmp_path: Path) -> None:
+    """Each aggregator noises each level over HTTP; the command's walk (ε, δ) is the calibration's over the 8 levels
+    (the figure the collector computes from the task: a Collection states none), at most the task's ε, and the
+    strings held by many devices are still found (seeded noise; 40 holders against a count sd of about 8)."""
+    from ldp.aggregators.task import Noise
+    from ldp.prio.heavy_hitters import calibrate
+
+    served_noisy = _serve(tmp_path / "w", Noise("gaussian", 4.0, 1e-6))
+    w, url = next(served_noisy)
+    try:
+        command = _command(w, url, tmp_path, {"A": 40, "z": 30, "~": 2})
+        out = tmp_path / "found.json"
+        code, printed, err = call_main([*command, "--heavy-hitters", "--threshold", "20", "--out", str(out)])
+        assert code == 0, err
+    finally:
+        served_noisy.close()
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    want = calibrate("gaussian:4:1e-6", BITS).cost()
+    assert doc["walk_epsilon"]["epsilon"] == pytest.approx(want.epsilon, rel=1e-12) and want.epsilon <= 4.0 + 1e-9
+    assert doc["levels_released"] == BITS and {"A", "z"} <= {s["text"] for s in doc["strings"]}
+    assert f"walk ε = {want.epsilon:.4g}" in printed
