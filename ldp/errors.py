@@ -372,8 +372,8 @@ class PrioError(LdpError, ValueError):
     shares of another VDAF, DAP reports and HPKE ciphertexts that do not decode or open. ``operation`` names the
     refusing operation (``"shard"``, ``"verify_init"``, ``"verifier_shares_to_message"``, ``"verify_next"``,
     ``"aggregate"``, ``"unshard"``, ``"decode"``, ``"encode"``, ``"seal"``, ``"open"`` or ``"parameters"``; the
-    aggregators' batch calls ``"helper_prepare_batch"``, ``"leader_init_batch"``, ``"leader_finish_batch"`` for their
-    arguments)."""
+    aggregators' batch calls ``"helper_prepare_batch"``, ``"leader_init_batch"``, ``"leader_finish_batch"``, and
+    Poplar1's ``"helper_init_batch"``, ``"leader_continue_batch"``, ``"helper_finish_batch"``, for their arguments)."""
 
     def __init__(self, message: str, operation: str = "") -> None:
         super().__init__(message)

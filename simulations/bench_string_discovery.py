@@ -14,8 +14,10 @@ counts around each protocol's formula (``GRID`` times it). Simulated thresholds 
 ``top_k = 64``, α = 0.05, 5 false prefixes a round, the alphabet a–z; SFP with ε split evenly, its defaults).
 
 The crypto columns (:func:`crypto_costs`): Poplar1's per-report cost per aggregator at every level, on the
-candidates a simulated walk of 10⁵ users asks, and the whole collection of 10⁵ 64-bit reports extrapolated from
-it; measured only when the binding has Poplar1 (:mod:`ldp.prio.poplar1`), else skipped with the reason.
+candidates a simulated walk of 10⁵ users asks; the aggregators' jobs (:mod:`bench_poplar1_jobs`): the per-report
+path against the binding's batch calls at levels 0, 31 and 63, and a whole collection of 64-bit reports measured
+through every level (as many reports as ~5 minutes of CPU allow), the 10⁵-report figure extrapolated from it;
+measured only when the binding has Poplar1 (:mod:`ldp.prio.poplar1`), else skipped with the reason.
 """
 
 from __future__ import annotations
@@ -156,17 +158,26 @@ def _walk_candidates(data: dict[str, Any], noise: str) -> dict[int, list[int]]:
     return asked
 
 
-def crypto_costs(data: dict[str, Any], noise: str, sample: int, reports: int = 100_000) -> dict[str, Any]:
+def crypto_costs(data: dict[str, Any], noise: str, sample: int, reports: int = 100_000, *, quick: bool = False,
+                 seed: int = 0) -> dict[str, Any]:
     """Poplar1's cost (the binding's, VDAF draft 18): sharding per report, and per aggregator per level the
     verification and aggregation of one report for the candidates a walk of ``data`` asks, timed on ``sample``
-    reports at every level; the whole collection of ``reports`` reports extrapolated (per-report cost × reports,
-    summed over the levels). ``{"skipped": why}`` when the binding has no Poplar1."""
+    reports at every level by the per-report calls (``levels``; their sum × ``reports``: the old extrapolation);
+    then the aggregators' jobs (:func:`bench_poplar1_jobs.job_costs`): the per-report path against the batch calls
+    at levels 0, 31 and 63 (1 and 2 threads), and a whole collection measured through every level on as many reports
+    as ~5 minutes of both aggregators' CPU allow (quick: a pilot of 32 reports only), its 10⁵-report figure
+    extrapolated from it and labelled so.
+    ``{"skipped": why}`` when the binding has no Poplar1."""
+    from bench_poplar1_jobs import job_costs
+
+    from ldp.aggregators.leader import DEFAULT_JOB_SIZE
     from ldp.errors import MissingExtraError
 
     try:
         from ldp.prio.poplar1 import Poplar1, agg_param, bits_of, verify_continue, verify_finish
 
         vdaf = Poplar1(BITS, ctx=b"ldp bench string discovery")
+        _ = vdaf.leader_init_batch  # a binding built before the batch calls: skipped
     except (ImportError, MissingExtraError, AttributeError) as exc:
         return {"skipped": f"the binding has no Poplar1 here ({type(exc).__name__}: {str(exc)[:200]})"}
     key = os.urandom(vdaf.verify_key_size)
@@ -175,30 +186,37 @@ def crypto_costs(data: dict[str, Any], noise: str, sample: int, reports: int = 1
     shares = [vdaf.shard(bits_of(w, BITS)) for w in words]
     shard_us = (time.perf_counter() - start) / len(words) * 1e6
     per_level: list[dict[str, Any]] = []
-    for level, cands in sorted(_walk_candidates(data, noise).items()):
-        param = agg_param(level, cands)
+    cands = _walk_candidates(data, noise)
+    for level, c in sorted(cands.items()):
+        param = agg_param(level, c)
         aggs = [vdaf.aggregate_init(param), vdaf.aggregate_init(param)]
         spent = np.array([_verify_timed(vdaf, key, param, nonce, public, inputs, aggs, (verify_continue, verify_finish))
                           for nonce, public, inputs in shares])
-        per_level.append({"level": level, "candidates": len(cands),
+        per_level.append({"level": level, "candidates": len(c),
                           "us_per_report_median": (np.median(spent, axis=0) * 1e6).tolist(),
                           "us_per_report_mean": (spent.mean(axis=0) * 1e6).tolist()})
     total = [sum(r["us_per_report_median"][a] for r in per_level) * reports / 1e6 for a in (0, 1)]
+    jobs = job_costs(vdaf, data, cands, levels=(0, 31, 63), compare_reports=64 if quick else 128,
+                     pilot_reports=32 if quick else 64, cpu_budget_s=0.0 if quick else 300.0,
+                     job_size=DEFAULT_JOB_SIZE, seed=seed, extrapolate_to=reports)
     return {"sampled_reports_per_level": len(shares), "shard_us_per_report": shard_us, "noise": noise,
             "levels": per_level, "whole_collection_reports": reports,
             "whole_collection_s_per_aggregator_extrapolated": {"leader": total[0], "helper": total[1]},
-            "note": "per aggregator: its verify_init, both verify_next and accumulate, the message combinations "
-                    "charged to the leader; the whole collection is the per-level median × reports, summed over "
-                    "the levels (one core, no batching)"}
+            "note": "levels: per aggregator the CPU of its verify_init, both verify_next and accumulate "
+                    "(per-report calls, no HPKE), the message combinations charged to the leader; "
+                    "whole_collection_s_per_aggregator_extrapolated is the per-level median × reports, summed over "
+                    "the levels (one core, no batching); jobs.whole_collection is measured (batch calls), its 10^5 "
+                    "figure scaled from it",
+            "jobs": jobs}
 
 
 def _verify_timed(vdaf: Any, key: bytes, param: Any, nonce: bytes, public: bytes, inputs: list[bytes],
                   aggs: list[Any], steps: tuple[Callable[..., Any], Callable[..., Any]]) -> list[float]:
-    """One report through both aggregators (the flow of :func:`ldp.prio.poplar1.verify_report`), each one's seconds
-    timed apart: its verify_init, both verify_next and its accumulate; the shares' combination into messages is
+    """One report through both aggregators (the flow of :func:`ldp.prio.poplar1.verify_report`), each one's CPU
+    seconds timed apart: its verify_init, both verify_next and its accumulate; the shares' combination into messages is
     charged to the leader (it runs it in DAP's ping-pong)."""
     cont, fin = steps
-    clock = time.perf_counter
+    clock = time.process_time  # CPU seconds: the machine's other load not counted
     out = [0.0, 0.0]
     states, vs = [], []
     for a in (0, 1):
@@ -244,7 +262,8 @@ def run(quick: bool, seed: int) -> dict[str, Any]:
                                      "delta": DELTA, "max_candidates": MAX_CANDIDATES, "pem_top_k": PEM_TOP_K,
                                      "power": POWER, "grid": GRID.tolist()},
                            "rows": rows}
-    out["crypto"] = crypto_costs(datas[100_000], f"gaussian:4:{DELTA:g}", sample=3 if quick else 8)
+    out["crypto"] = crypto_costs(datas[100_000], f"gaussian:4:{DELTA:g}", sample=3 if quick else 8, quick=quick,
+                                 seed=seed)
     return out
 
 

@@ -4,18 +4,22 @@
 **First round** (:func:`init_job`, DAP-09's ``AggregationJobInitReq`` with the level's parameter): the parameter
 admitted by the rules of :mod:`ldp.aggregators.poplar1_records` (a level once, levels in order, at most the task's
 levels and candidates); the job's reports all of one window; each report refused with its code (a time not rounded,
-VDAF bytes of another length or a share that is no Poplar1 share: ``invalid_message``; a share that does not open:
-``hpke_decrypt_error``; a report already in a job at this level: ``report_replayed``; a level released:
-``batch_collected``; a sketch that fails, a malformed IDPF key: ``vdaf_invalid``), the others verified by the
-crate's round 0 with the leader's verifier share and answered ``continue``. The answer and the round-1 states
-(sealed to the records key) are recorded before the answer leaves; the same request again gets the same answer.
+VDAF bytes of another length or a share that is no Poplar1 share: ``invalid_message``; a ciphertext sealed to another
+config id: ``hpke_unknown_config_id``; a share that does not open: ``hpke_decrypt_error``; a report already in a job
+at this level: ``report_replayed``; a level released: ``batch_collected``; a sketch that fails, a malformed IDPF key:
+``vdaf_invalid``), the others verified by the crate's round 0 with the leader's verifier share and answered
+``continue`` (the reports that pass the checks verified in one call of the binding, ``helper_init_batch``). The answer
+and the round-1 states (sealed to the records key) are recorded before the answer leaves; the same request again gets
+the same answer.
 
 **Second round** (:func:`continue_job`, ``AggregationJobContinueReq`` step 1): each report the leader continues is
 finished with its verifier message (``vdaf_invalid`` when it does not verify), the others refused; the output
-shares aggregated and the job recorded (:meth:`~ldp.aggregators.poplar1_records.LevelRecords.finish_job`) before
-the answer leaves, so a repeated request is answered from the record and no report is counted twice.
+shares aggregated (both in one call, ``helper_finish_batch``) and the job recorded
+(:meth:`~ldp.aggregators.poplar1_records.LevelRecords.finish_job`) before the answer leaves, so a repeated request is
+answered from the record and no report is counted twice.
 
-A helper's tasks are prepared under the task's lock here (one job at a time per task), unlike Prio3's batch calls.
+A helper's tasks are prepared under the task's lock here (one job at a time per task), unlike Prio3's jobs; each
+batch call releases the GIL and spreads the job's reports over threads (``ldp.prio.set_batch_threads``).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import hashlib
 import json
 from typing import Any
 
-from ldp.aggregators.door import HELPER, fits
+from ldp.aggregators.door import fits
 from ldp.aggregators.messages import (
     AggregateShare,
     AggregateShareReq,
@@ -38,7 +42,7 @@ from ldp.aggregators.messages import (
 from ldp.aggregators.poplar1_messages import AggregationJobContinueReq, continue_message
 from ldp.aggregators.poplar1_records import LevelRecords, decode_param, release_level, write_json
 from ldp.aggregators.state import TaskState
-from ldp.errors import AggregatorError, PrioError
+from ldp.errors import AggregatorError
 
 __all__ = ["init_job", "continue_job", "aggregate_share"]
 
@@ -87,19 +91,15 @@ def init_job(helper: Any, state: TaskState, job_id: str, body: bytes) -> bytes:
         return bytes.fromhex(rec["response"])
 
 
-def _first_round(helper: Any, state: TaskState, window: int, param: Any, inits: list[PrepareInit]
-                 ) -> tuple[list[PrepareResp], dict[str, str]]:
-    """Each report's round 0 at the helper: its answer, and the round-1 states of those continued (hex by ID)."""
-    from ldp import prio
-    from ldp.prio.poplar1 import verify_continue
-
-    task, vdaf, levels = state.task, state.vdaf, _levels(state)
+def _checked(state: TaskState, window: int, param: Any, inits: list[PrepareInit]) -> list[ReportError | None]:
+    """Each report's refusal before anything is opened (module docstring: a level released, a report replayed, a
+    time not rounded or VDAF bytes of another length), ``None`` for those to verify."""
+    task, levels = state.task, _levels(state)
     taken = levels.taken.get((window, param.level), set())
     released = (window, param.level) in levels.releases
-    ok = fits(vdaf, [(p.report_share.public_share, p.report_share.encrypted_input_share) for p in inits])
+    ok = fits(state.vdaf, [(p.report_share.public_share, p.report_share.encrypted_input_share) for p in inits])
     seen: set[bytes] = set()
-    results: list[PrepareResp] = []
-    states: dict[str, str] = {}
+    errors: list[ReportError | None] = []
     for p, fit in zip(inits, ok, strict=True):
         r, error = p.report_share, None
         if released:
@@ -109,38 +109,49 @@ def _first_round(helper: Any, state: TaskState, window: int, param: Any, inits: 
         elif r.time % task.time_precision or not fit:
             error = ReportError.invalid_message
         seen.add(r.report_id)
+        errors.append(error)
+    return errors
+
+
+def _first_round(helper: Any, state: TaskState, window: int, param: Any, inits: list[PrepareInit]
+                 ) -> tuple[list[PrepareResp], dict[str, str]]:
+    """Each report's round 0 at the helper, those :func:`_checked` passes in one call (``Poplar1.helper_init_batch``:
+    open, ``check_input_share``, ``verify_init``, round 0's message with the leader's share, ``verify_next``; the
+    GIL released): its answer, and the round-1 states of those continued (hex by ID)."""
+    errors = _checked(state, window, param, inits)
+    answers = iter(state.vdaf.helper_init_batch(helper.keypair, state.verify_key, state.task.task_id, param, [
+        (p.report_share.report_id, p.report_share.time, p.report_share.public_share,
+         p.report_share.encrypted_input_share, p.leader_prep_share)
+        for p, error in zip(inits, errors, strict=True) if error is None]))
+    results: list[PrepareResp] = []
+    states: dict[str, str] = {}
+    for p, error in zip(inits, errors, strict=True):
+        rid = p.report_share.report_id
         if error is None:
-            try:
-                share = prio.open_input_share(helper.keypair, role="helper", task_id=task.task_id,
-                                              report_id=r.report_id, time=r.time, public_share=r.public_share,
-                                              ciphertext=r.encrypted_input_share)
-            except PrioError:
-                error = ReportError.hpke_decrypt_error
-        if error is None:
-            try:
-                vdaf.check_input_share(HELPER, share)
-            except PrioError:
-                error = ReportError.invalid_message
-        if error is None:
-            try:
-                state0, mine = vdaf.verify_init(state.verify_key, HELPER, param, r.report_id, r.public_share, share)
-                msg0 = vdaf.verifier_shares_to_message(state0, [p.leader_prep_share, mine])
-                state1, next_share = verify_continue(vdaf, state0, msg0)
-            except (PrioError, MessageError):
-                error = ReportError.vdaf_invalid
-        if error is not None:
-            results.append(PrepareResp(r.report_id, error=error))
-            continue
-        states[r.report_id.hex()] = state1.to_bytes().hex()
-        results.append(PrepareResp(r.report_id, payload=continue_message(msg0, next_share)))
+            outcome = next(answers)
+            if not isinstance(outcome, str):
+                state1, msg0, next_share = outcome
+                states[rid.hex()] = state1.hex()
+                results.append(PrepareResp(rid, payload=continue_message(msg0, next_share)))
+                continue
+            error = ReportError[outcome]
+        results.append(PrepareResp(rid, error=error))
     return results, states
 
 
-def continue_job(helper: Any, state: TaskState, job_id: str, body: bytes) -> bytes:
-    """A Poplar1 job's second round (module docstring); the encoded ``AggregationJobResp``."""
+def _finish_message(payload: bytes) -> bytes | None:
+    """Round 1's verifier message of the leader's ``finish`` (``None`` for any other message: refused)."""
     from ldp.aggregators.messages import _ping_pong
-    from ldp.prio.poplar1 import verify_finish
 
+    try:
+        return _ping_pong(payload, 2, "finish")
+    except MessageError:
+        return None
+
+
+def continue_job(helper: Any, state: TaskState, job_id: str, body: bytes) -> bytes:
+    """A Poplar1 job's second round (module docstring); the encoded ``AggregationJobResp``: the reports continued
+    finished and aggregated in one call (``Poplar1.helper_finish_batch``, the GIL released)."""
     vdaf, levels = state.vdaf, _levels(state)
     req = _decode(AggregationJobContinueReq, body)
     if req.step != 1:
@@ -157,23 +168,22 @@ def continue_job(helper: Any, state: TaskState, job_id: str, body: bytes) -> byt
         window, param = int(init["window"]), decode_param(bytes.fromhex(init["param"]))
         states = json.loads(levels.records.sealer.open_bytes(f"{job_id}.init", window, init["sealed_states"]))
         rejected = {bytes.fromhex(r): c for r, c in init["rejected"].items()}
-        outs, results = [], []
+        items: list[tuple[bytes, bytes, bytes | None]] = []
         for item in req.prepare_continues:
             held = states.pop(item.report_id.hex(), None)
             if held is None:
                 raise AggregatorError("the continue names a report this job did not continue", "invalid_message")
-            try:
-                state1 = vdaf.verify_state_from_bytes(HELPER, param, bytes.fromhex(held))
-                outs.append((item.report_id, verify_finish(vdaf, state1, _ping_pong(item.payload, 2, "finish"))))
-                results.append(PrepareResp(item.report_id, finished=True))
-            except (PrioError, MessageError):
-                rejected[item.report_id] = ReportError.vdaf_invalid.code
-                results.append(PrepareResp(item.report_id, error=ReportError.vdaf_invalid))
+            items.append((item.report_id, bytes.fromhex(held), _finish_message(item.payload)))
+        todo = [(rid, s, m) for rid, s, m in items if m is not None]
+        finished, share = vdaf.helper_finish_batch(param, [s for _, s, _ in todo], [m for _, _, m in todo])
+        accepted = {rid for (rid, _, _), ok in zip(todo, finished, strict=True) if ok}
+        results = [PrepareResp(rid, finished=True) if rid in accepted
+                   else PrepareResp(rid, error=ReportError.vdaf_invalid) for rid, _, _ in items]
+        rejected.update({rid: ReportError.vdaf_invalid.code for rid, _, _ in items if rid not in accepted})
         rejected.update({bytes.fromhex(r): ReportError.vdaf_invalid.code for r in states})  # left out by the leader
-        share = vdaf.aggregate(param, [o for _, o in outs])
         response = AggregationJobResp(tuple(results)).to_bytes()
-        rec = levels.finish_job(job_id, window, param.level, [rid for rid, _ in outs], rejected, share.to_bytes(),
-                                continue_sha256=digest, response=response.hex())
+        rec = levels.finish_job(job_id, window, param.level, [rid for rid, _, _ in items if rid in accepted], rejected,
+                                share.to_bytes(), continue_sha256=digest, response=response.hex())
         return bytes.fromhex(rec["response"])
 
 

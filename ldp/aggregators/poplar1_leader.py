@@ -11,8 +11,10 @@ task) and, asked for a level (:func:`collect_level`):
    the same requests: verification is deterministic, and the helper answers from its records), then the window's
    reports in no job of this level, ``job_size`` per job, each plan recorded before the helper is asked. A job is
    DAP-09's two requests (:mod:`ldp.aggregators.poplar1_messages`): the leader's round-0 verifier shares, the
-   helper's ``continue``; the leader's round 1 and its ``finish``, the helper's outcome. A report either side
-   refuses is refused by both, with its code, and counted;
+   helper's ``continue``; the leader's round 1 and its ``finish``, the helper's outcome. Each of the leader's steps
+   is one call of the binding for the whole job (``leader_init_batch``, ``leader_continue_batch``,
+   ``leader_finish_batch``: the loop in Rust over threads, the GIL released). A report either side refuses is
+   refused by both, with its code, and counted;
 3. asks the helper for its share (stating its count and checksum, and the parameter), releases its own
    (:func:`~ldp.aggregators.poplar1_records.release_level`), both noised with one level's noise (the task's noise
    for the whole walk split over its ``levels``), and answers both sealed shares with the level's (ε, δ) and the
@@ -24,7 +26,6 @@ from __future__ import annotations
 from typing import Any
 
 from ldp.aggregators.codec import Interval
-from ldp.aggregators.door import LEADER
 from ldp.aggregators.jobs import new_job_id, plan_jobs
 from ldp.aggregators.messages import (
     AggregateShare,
@@ -42,7 +43,7 @@ from ldp.aggregators.poplar1_messages import AggregationJobContinueReq, PrepareC
 from ldp.aggregators.poplar1_records import LevelRecords, release_level
 from ldp.aggregators.release import over_releases, release_cost, target_delta
 from ldp.aggregators.state import LeaderTaskState
-from ldp.errors import AggregatorError, PrioError
+from ldp.errors import AggregatorError
 
 __all__ = ["collect_level", "walk_cost"]
 
@@ -117,68 +118,76 @@ def _run_level(leader: Any, state: LeaderTaskState, window: int, param: Any) -> 
 
 def _open(leader: Any, state: LeaderTaskState, param: Any, rids: list[bytes]
           ) -> tuple[dict[bytes, str], dict[bytes, Any], list[PrepareInit]]:
-    """Each report's round 0 at the leader: refusals, states, and the ``PrepareInit`` of those sent."""
-    from ldp import prio
-
-    task, vdaf = state.task, state.vdaf
+    """Each report's round 0 at the leader in one call (``Poplar1.leader_init_batch``: its share opened unless kept
+    from the door, ``verify_init``; the GIL released): refusals, states, and the ``PrepareInit`` of those sent."""
+    task = state.task
+    stored = [leader._report(state, rid) for rid in rids]
+    started = state.vdaf.leader_init_batch(leader.keypair, state.verify_key, task.task_id, param, [
+        (rid, s.report.time, s.report.public_share, s.report.leader_ciphertext, s.share)
+        for rid, s in zip(rids, stored, strict=True)])
     refused: dict[bytes, str] = {}
     states: dict[bytes, Any] = {}
     inits: list[PrepareInit] = []
-    for rid in rids:
-        stored = leader._report(state, rid)
-        report, share = stored.report, stored.share
-        try:
-            if share is None:  # read back from its chunk after a restart: opened again
-                share = prio.open_input_share(leader.keypair, role="leader", task_id=task.task_id, report_id=rid,
-                                              time=report.time, public_share=report.public_share,
-                                              ciphertext=report.leader_ciphertext)
-        except PrioError:
-            refused[rid] = ReportError.hpke_decrypt_error.code
+    for rid, s, outcome in zip(rids, stored, started, strict=True):
+        if isinstance(outcome, str):
+            refused[rid] = outcome
             continue
-        try:
-            states[rid], mine = vdaf.verify_init(state.verify_key, LEADER, param, rid, report.public_share, share)
-        except PrioError:
-            refused[rid] = ReportError.vdaf_invalid.code
-            continue
-        inits.append(PrepareInit(ReportShare(rid, report.time, report.public_share, report.helper_ciphertext),
-                                 initialize(mine)))
+        states[rid], mine = outcome
+        r = s.report
+        inits.append(PrepareInit(ReportShare(rid, r.time, r.public_share, r.helper_ciphertext), initialize(mine)))
     return refused, states, inits
 
 
-def _run_job(leader: Any, state: LeaderTaskState, window: int, param: Any, job_id: str, rids: list[bytes]) -> None:
-    """One job's two rounds with the helper, then its record (module docstring)."""
-    from ldp.prio.poplar1 import verify_continue, verify_finish
+def _continue(vdaf: Any, first: tuple[Any, ...], states: dict[bytes, Any], refused: dict[bytes, str]
+              ) -> dict[bytes, tuple[Any, bytes]]:
+    """The leader's round 1 on the helper's first answer in one call (``Poplar1.leader_continue_batch``:
+    ``verify_next`` with round 0's message, round 1's message combined with the helper's share): the round-1 state
+    and message of each report to finish, by ID; the others refused (the helper's code, or ``vdaf_invalid``)."""
+    answered: list[tuple[bytes, bytes, bytes]] = []
+    for resp in first:
+        if resp.error is not None:
+            refused[resp.report_id] = resp.error.code
+            continue
+        try:
+            answered.append((resp.report_id, *read_continue(resp.payload or b"")))
+        except MessageError:
+            refused[resp.report_id] = ReportError.vdaf_invalid.code
+    outcomes = vdaf.leader_continue_batch([states[rid] for rid, _, _ in answered], [m for _, m, _ in answered],
+                                          [v for _, _, v in answered])
+    finals: dict[bytes, tuple[Any, bytes]] = {}
+    for (rid, _, _), outcome in zip(answered, outcomes, strict=True):
+        if isinstance(outcome, str):
+            refused[rid] = outcome
+        else:
+            finals[rid] = outcome
+    return finals
 
+
+def _run_job(leader: Any, state: LeaderTaskState, window: int, param: Any, job_id: str, rids: list[bytes]) -> None:
+    """One job's two rounds with the helper, then its record (module docstring): each round one batch call."""
     task, vdaf, levels = state.task, state.vdaf, state.poplar1
     refused, states, inits = _open(leader, state, param, rids)
-    outs: dict[bytes, Any] = {}
+    accepted: list[bytes] = []
+    share = vdaf.aggregate_init(param)
     if inits:
         body = AggregationJobInitReq(tuple(inits), param.to_bytes()).to_bytes()
         first = _answer(leader.helper.aggregation_job(task.task_id, job_id, body), [i.report_share.report_id
                                                                                    for i in inits])
-        continues = []
-        for resp in first:
-            if resp.error is not None:
-                refused[resp.report_id] = resp.error.code
-                continue
-            try:
-                msg0, theirs = read_continue(resp.payload or b"")
-                state1, mine = verify_continue(vdaf, states[resp.report_id], msg0)
-                msg1 = vdaf.verifier_shares_to_message(state1, [mine, theirs])
-                outs[resp.report_id] = verify_finish(vdaf, state1, msg1)
-            except (PrioError, MessageError):
-                refused[resp.report_id] = ReportError.vdaf_invalid.code
-                continue
-            continues.append(PrepareContinue(resp.report_id, finish(msg1)))
-        body = AggregationJobContinueReq(1, tuple(continues)).to_bytes()
-        second = _answer(leader.helper.aggregation_job_continue(task.task_id, job_id, body),
-                         [c.report_id for c in continues])
+        finals = _continue(vdaf, first, states, refused)
+        body = AggregationJobContinueReq(1, tuple(PrepareContinue(rid, finish(message))
+                                                  for rid, (_, message) in finals.items())).to_bytes()
+        second = _answer(leader.helper.aggregation_job_continue(task.task_id, job_id, body), list(finals))
+        done = [resp.report_id for resp in second if resp.finished]
         for resp in second:
             if not resp.finished:
                 refused[resp.report_id] = resp.error.code if resp.error is not None else ReportError.vdaf_invalid.code
-                outs.pop(resp.report_id, None)
-    accepted = [rid for rid in rids if rid in outs]
-    share = vdaf.aggregate(param, [outs[rid] for rid in accepted])
+        finished, share = vdaf.leader_finish_batch(param, [finals[rid][0] for rid in done],
+                                                   [finals[rid][1] for rid in done])
+        for rid, ok in zip(done, finished, strict=True):  # a round-1 state finishes with its own message: always
+            if ok:
+                accepted.append(rid)
+            else:
+                refused[rid] = ReportError.vdaf_invalid.code
     levels.finish_job(job_id, window, param.level, accepted, refused, share.to_bytes())
 
 

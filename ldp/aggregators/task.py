@@ -351,24 +351,28 @@ class Task:
                    task_id: bytes | None = None, vdaf_draft: int = 18,
                    hpke_configs: tuple[bytes, bytes] | None = None) -> Task:
         """The task of ``metric`` in the collection ``spec``: its Prio3 type from the protocol's fit (with its chunk
-        length, :func:`chunk_length`), its window, its central target, the reports a device sends per window
+        length, :func:`chunk_length`), or a ``poplar1`` metric's Poplar1 with its ``bits``, ``max_candidates`` and
+        ``threshold`` (the walk's default T, :func:`ldp.aggregators.heavy_hitters.default_threshold`), its window,
+        its central target, the reports a device sends per window
         (:meth:`~ldp.spec.CollectionSpec.reports_per_window`); ``local`` (default: the spec's trust model) whether
         devices randomize first; ``vdaf_draft`` the VDAF draft (:data:`VDAF_DRAFTS`); ``hpke_configs`` the leader's
         and the helper's public configs, for devices."""
         m = spec.metric(metric)
-        fit = m.params.prio3_fit()
+        fit = m.params.task_vdaf()
         if fit is None:
             raise PrioError(f"{m.protocol} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): metric "
                             f"{metric!r} cannot use the two-aggregator mode", operation="task")
+        vdaf, params = fit
         trust = getattr(m, "trust", "local")
         if local is None:
             local = trust == "two-aggregator+local"
         target = spec.release_for(metric).central
-        params = dict(fit.params)
-        if fit.vdaf in CHUNKED:
-            params["chunk_length"] = chunk_length(fit.vdaf, params, vdaf_draft)
+        if vdaf in CHUNKED:
+            params["chunk_length"] = chunk_length(vdaf, params, vdaf_draft)
+        if vdaf == POPLAR1:  # the spec's T: the collector's default (heavy_hitters.default_threshold)
+            params["threshold"] = m.params.threshold
         return cls(task_id=task_id or secrets.token_bytes(TASK_ID_SIZE), app=spec.name, metric=metric,
-                   vdaf=fit.vdaf, vdaf_params=params, window_seconds=spec.window_seconds,
+                   vdaf=vdaf, vdaf_params=params, window_seconds=spec.window_seconds,
                    time_precision=time_precision or spec.window_seconds, min_batch_size=min_batch_size, noise=noise,
                    leader_url=leader_url, helper_url=helper_url, collector_hpke_config=collector_hpke_config,
                    local={"protocol": m.protocol, "params": m.params.to_dict()} if local else None,

@@ -5,7 +5,8 @@ other, and kept in the same outbox until the leader has stored it.
 **The task.** The app gives :class:`~ldp.client.TelemetryClient` each such metric's task file (``ldp-task/1``,
 written by ``ldp collect task`` with both aggregators' public HPKE configs: ``--leader-config`` and
 ``--helper-config``), as ``tasks={metric: path or document}``. :func:`device_task` checks that it is the metric's
-task under this spec: the same name, window, trust model, local protocol parameters, Prio3 type and per-device
+task under this spec: the same name, window, trust model, local protocol parameters, VDAF type and parameters
+(:meth:`~ldp.encoders.base.ProtocolParams.task_vdaf`; the task's own :data:`TASK_ONLY` aside) and per-device
 report cap (``reports_per_window``), so that a device never sends what its aggregators would count under another
 guarantee.
 
@@ -13,7 +14,10 @@ guarantee.
 local randomization inside (``two-aggregator+local``), the encoder's randomized report's field that the protocol's
 :class:`~ldp.encoders.base_vdaf.Prio3Fit` names (the GRR index, the RR bit, the SUE/OUE bits, the PGR point);
 without it (``two-aggregator``), the exact value: its index for Prio3Count and Prio3Histogram, its one-hot vector
-for Prio3SumVec. The measurement is split into Prio3 shares and each input share sealed to its aggregator by the
+for Prio3SumVec. A ``poplar1`` metric (:mod:`ldp.encoders.poplar1`, no local randomizer, no encoder) has a Poplar1
+task of the spec's ``bits`` and ``max_candidates``: its value is checked by its params (text or bytes, at most
+``bits/8`` bytes, not ending in 0x00) and its measurement is those bytes zero-padded, as bits, first bit first.
+The measurement is split into Prio3 (or Poplar1) shares and each input share sealed to its aggregator by the
 ``prio`` crate and the native client's DAP code, through the binding (:func:`ldp.prio.seal_report`; ephemeral keys,
 report ID and sharing randomness from the OS generator, also in a simulation), the report's time the recording
 time clamped into the charge's window and rounded down to the task's ``time_precision``.
@@ -39,7 +43,11 @@ from typing import Any
 from ldp.encoders.base_vdaf import Prio3Fit
 from ldp.errors import RefusalValueError
 
-__all__ = ["DapEncoder", "device_task", "dap_line", "parse_dap_line"]
+__all__ = ["DapEncoder", "device_task", "dap_line", "parse_dap_line", "TASK_ONLY"]
+
+TASK_ONLY = frozenset({"chunk_length", "levels", "threshold"})
+"""A task's VDAF parameters of its own, which no device's measurement depends on: Prio3's proof chunk length (the
+crate's optimal one), and a Poplar1 task's bound on the levels collected and its collector's default threshold."""
 
 
 def device_task(spec: Any, metric: str, source: Any) -> Any:
@@ -51,9 +59,9 @@ def device_task(spec: Any, metric: str, source: Any) -> Any:
     task = source if isinstance(source, Task) else Task.from_dict(source) if isinstance(source, Mapping) \
         else Task.load(os.fspath(source))
     m = spec.metric(metric)
-    fit = m.params.prio3_fit()
+    vdaf, vdaf_params = m.params.task_vdaf()
     local = m.trust == "two-aggregator+local"
-    want = {"metric": metric, "window_seconds": spec.window_seconds, "trust": m.trust, "vdaf": fit.vdaf,
+    want = {"metric": metric, "window_seconds": spec.window_seconds, "trust": m.trust, "vdaf": vdaf,
             "reports_per_window": spec.reports_per_window(metric),
             "local": {"protocol": m.params.protocol, "params": m.params.to_dict()} if local else None}
     have = {"metric": task.metric, "window_seconds": task.window_seconds, "trust": task.trust, "vdaf": task.vdaf,
@@ -62,9 +70,9 @@ def device_task(spec: Any, metric: str, source: Any) -> Any:
         if have[key] != value:
             raise ValueError(f"the task given for metric {metric!r} is not its task under spec {spec.name!r}: its "
                              f"{key} is {have[key]!r}, the spec's {value!r} (write it again: ldp collect task)")
-    if {k: v for k, v in task.vdaf_params.items() if k != "chunk_length"} != dict(fit.params):
-        raise ValueError(f"the task given for metric {metric!r} has Prio3 parameters {task.vdaf_params!r}, the "
-                         f"spec's metric {dict(fit.params)!r}")
+    if {k: v for k, v in task.vdaf_params.items() if k not in TASK_ONLY} != vdaf_params:
+        raise ValueError(f"the task given for metric {metric!r} has {vdaf} parameters {task.vdaf_params!r}, the "
+                         f"spec's metric {vdaf_params!r}")
     if task.hpke_configs is None:
         raise ValueError(f"the task given for metric {metric!r} has no hpke_configs: a device seals to the "
                          "aggregators' public configs (ldp collect task --leader-config ... --helper-config ...)")
@@ -103,22 +111,29 @@ class DapEncoder:
         prio.require()  # MissingExtraError saying how to install the binding
         self.metric, self.task, self.encoder = metric, task, encoder
         self.params = spec.params(metric)
-        self.fit: Prio3Fit = self.params.prio3_fit()
+        self.fit: Prio3Fit | None = self.params.prio3_fit()
         self.charge = spec.report_charge(metric)
         self._vdaf = task.prio3()
         leader, helper = task.hpke_configs
         self._configs = prio.HpkeConfig.from_bytes(leader), prio.HpkeConfig.from_bytes(helper)
 
     def prepare(self, value: Any) -> Any:
-        """The value checked and prepared by the protocol's encoder (raises on a bad one, before any charge)."""
-        return self.encoder.prepare(value)
+        """The value checked and prepared by the protocol's encoder, or, for a kind without a local randomizer
+        (``encoder`` ``None``: ``poplar1``), by its params (the string's padded bytes); raises on a bad one, before
+        any charge."""
+        return self.params.measurement_bytes(value) if self.encoder is None else self.encoder.prepare(value)
 
     def charge_for(self, prepared: Any) -> Any:
         """What one report costs the ledger (:meth:`~ldp.spec.CollectionSpec.report_charge`)."""
         return self.charge
 
-    def measurement(self, prepared: Any) -> int | list[int]:
-        """The Prio3 measurement of a prepared value (module docstring): randomized first with local noise inside."""
+    def measurement(self, prepared: Any) -> int | list[int] | tuple[bool, ...]:
+        """The VDAF measurement of a prepared value (module docstring): randomized first with local noise inside;
+        a Poplar1 task's, the string's bits, first bit first (:func:`ldp.prio.poplar1.bits_of`)."""
+        if self.fit is None:  # Poplar1 (device_task checked the task against the metric)
+            from ldp.prio.poplar1 import bits_of
+
+            return bits_of(prepared, self.task.vdaf_params["bits"])
         if self.task.local is not None:
             return self.fit.measurement(self.encoder.randomize_payload(prepared))
         if self.fit.vdaf == "Prio3SumVec":

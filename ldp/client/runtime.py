@@ -151,6 +151,9 @@ class TelemetryClient:
                 "'its.task.json'}), the file `ldp collect task --leader-config ... --helper-config ...` wrote",
                 "trust_model", metric=metric, trust=trust)
         params = self.spec.params(metric)
+        if not params.local_randomizer:  # poplar1: no encoder, the value is shared exactly (ldp.client.dap)
+            self._encoders[metric] = DapEncoder(self.spec, metric, self._tasks[metric], None)
+            return self._encoders[metric]
         encoder_type = client_protocols()[params.protocol][1]
         extra: dict[str, Any] = {}
         if cohorts := encoder_type.assigned_cohorts(params):

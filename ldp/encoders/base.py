@@ -113,6 +113,13 @@ class ProtocolParams(ParamsRecord):
     """What one value of the protocol is, for the spec's ``otel`` key (:mod:`ldp.spec.otel`): ``"boolean"``,
     ``"category"`` (an index or label of a fixed domain), ``"number"`` (in ``[low, high]``) or ``"string"``;
     ``None``: no OpenTelemetry instrument can feed it (several questions in one report, say)."""
+    local_randomizer: ClassVar[bool] = True
+    """``False`` for a metric kind whose devices share the exact value with a VDAF (``poplar1``,
+    :mod:`ldp.encoders.poplar1`): no encoder (the registry does not list it), found by the spec through its params
+    (:func:`ldp.spec.kinds.metric_kinds`), its ``privacy_cost`` refused (no local ε bounds it)."""
+    trust_models: ClassVar[tuple[str, ...] | None] = None
+    """The trust models a metric of these parameters may name; ``None``: any (the two-aggregator ones when the
+    protocol fits in Prio3, :meth:`prio3_fit`)."""
     population_kind: ClassVar[str] = "counts"
     """What a simulated collection of the protocol takes (:mod:`ldp.simulation`): ``"counts"`` of the users'
     values over its domain (or its candidate strings), ``"numbers"`` (the users' values, a mean mechanism) or
@@ -150,6 +157,13 @@ class ProtocolParams(ParamsRecord):
         """How a report of these parameters enters the two-aggregator mode (:mod:`ldp.encoders.base_vdaf`): its
         Prio3 type and measurement, or ``None`` when the protocol does not fit (the default)."""
         return None
+
+    def task_vdaf(self) -> tuple[str, dict[str, int]] | None:
+        """The VDAF type and parameters a two-aggregator task of these parameters states (:mod:`ldp.aggregators.task`;
+        a device's task must agree): :meth:`prio3_fit`'s by default, ``None`` when it does not fit; a kind without a
+        local randomizer names its own (``poplar1``: ``Poplar1`` with ``bits`` and ``max_candidates``)."""
+        fit = self.prio3_fit()
+        return None if fit is None else (fit.vdaf, dict(fit.params))
 
     @classmethod
     def frequency_oracle_for(cls, domain_size: int) -> bool:

@@ -206,7 +206,7 @@ def decode_metrics(agg_dir: Path, specs: Mapping[str, CollectionSpec], aggregate
     seen = {(e["metric"], e["params_fingerprint"]) for e in entries}
     for spec in specs.values():
         for m in spec.metrics.values():
-            if (m.name, m.params_fingerprint) not in seen:
+            if (m.name, m.params_fingerprint) not in seen and spec.envelope_metric(m.name) is not None:
                 seen.add((m.name, m.params_fingerprint))
                 entries.append(metric_entry(spec, m, n=0, rejected={}))
     return sorted(entries, key=lambda e: (e["metric"], e["params_fingerprint"]))

@@ -243,7 +243,7 @@ def _record_batch(pa: Any, batch: Any, options: ReadOptions, first_record: int) 
     for part in _split(cols, np.flatnonzero(live), options.by_window):
         i = int(part[0])
         spec = specs[cols.text("spec", i)]  # type: ignore[index]
-        metric = spec.metrics.get(cols.text("metric", i))  # type: ignore[arg-type]
+        metric = spec.envelope_metric(cols.text("metric", i))  # type: ignore[arg-type]
         if metric is None:
             out.append(_rejected(cols, part, first_record, "unknown_metric",
                                  f"no metric {cols.text('metric', i)!r} in spec {spec.name!r}"))

@@ -115,7 +115,7 @@ def _section_batches(options: ReadOptions, h: SectionHeader, frames: bytes, reco
     """Route a section and yield its frames as batches (zero-copy columns over ``frames``); returns the reports
     it held (declared by its frames)."""
     spec = options.specs.get(h.spec)
-    metric = None if spec is None else spec.metrics.get(h.metric)
+    metric = None if spec is None else spec.envelope_metric(h.metric)
     if not METRIC_RE.match(h.metric):
         problem = ("bad_metric", f"metric names match [a-z][a-z0-9_]{{0,31}}, got {h.metric!r}")
     elif h.window > MAX_WINDOW:

@@ -107,8 +107,8 @@ def _number(digits: int, bound: int) -> bytes:
 def _template(spec_fp: str, metric: str, params: Any) -> Template | None:
     """The template of one metric, or ``None`` when a field cannot use the fast path (uints with
     more than 19 digits)."""
-    if any(f.kind == "uint" and len(str(f.size - 1)) > _MAX_UINT_DIGITS for f in params.schema):
-        return None
+    if not params.schema or any(f.kind == "uint" and len(str(f.size - 1)) > _MAX_UINT_DIGITS for f in params.schema):
+        return None  # no payload: no fast path (a kind without a local randomizer, poplar1, takes no envelope)
     head = (f',"report":{{"v":1,"protocol":"{params.protocol}","params":"{params.fingerprint}","payload":{{')
     pieces: list[str] = []
     sep = quote = ""

@@ -66,7 +66,7 @@ def route_line(line: bytes | str, specs: Mapping[str, CollectionSpec]) -> Routed
     spec = specs.get(env.spec)
     if spec is None:
         return "unknown_spec", f"no known spec has fingerprint {env.spec}", None, 0
-    metric = spec.metrics.get(env.metric)
+    metric = spec.envelope_metric(env.metric)
     if metric is None:
         return "unknown_metric", f"no metric {env.metric!r} in spec {spec.name!r}", None, 0
     try:

@@ -295,7 +295,7 @@ def hpke_open(keypair: HpkeKeypair, info: bytes, aad: bytes, ciphertext: bytes) 
 
 
 def batch_threads() -> int:
-    """The threads each batch call (``helper_prepare_batch``, ``leader_init_batch``, ``leader_finish_batch``) uses at
+    """The threads each batch call (Prio3's and Poplar1's: ``helper_prepare_batch``, ``leader_init_batch``, ...) uses at
     most: :func:`set_batch_threads`'s setting, by default the CPUs this process may run on (its affinity honoured).
     A job's reports are cut into contiguous parts, one per thread, with the GIL released (never fewer than 32
     reports a part); the results are the same in any number of threads."""
@@ -449,3 +449,36 @@ class Poplar1:
     @staticmethod
     def is_agg_param_valid(agg_param: Poplar1AggregationParam,
                            previous: Sequence[Poplar1AggregationParam]) -> bool: ...
+    def leader_init_batch(self, keypair: HpkeKeypair, verify_key: bytes, task_id: bytes,
+                          agg_param: Poplar1AggregationParam,
+                          reports: Iterable[tuple[bytes, int, bytes, bytes, bytes | None]]
+                          ) -> list[tuple[Poplar1VerifyState, bytes] | str]:
+        """The leader's round 0 of one job in one call (the GIL released, the reports over threads). ``reports``:
+        ``(report_id, time, public_share, leader_ciphertext, input_share)``, the ciphertext opened unless the share is
+        given. Per report its round-0 state and verifier share, or its code: ``"hpke_unknown_config_id"``,
+        ``"hpke_decrypt_error"``, ``"vdaf_invalid"`` (``verify_init`` refuses it). Argument errors as Prio3's batch
+        calls' (``operation="leader_init_batch"``; a level past the bit length too); nothing is done then."""
+    def helper_init_batch(self, keypair: HpkeKeypair, verify_key: bytes, task_id: bytes,
+                          agg_param: Poplar1AggregationParam,
+                          reports: Iterable[tuple[bytes, int, bytes, bytes, bytes]]
+                          ) -> list[tuple[bytes, bytes, bytes] | str]:
+        """The helper's round 0 of one job in one call. ``reports``: ``(report_id, time, public_share,
+        helper_ciphertext, leader_verifier_share)``. Per report ``(round-1 state's to_bytes(), round 0's message,
+        round-1 verifier share)``, or its code: as :meth:`leader_init_batch`'s, and ``"invalid_message"`` for a
+        share that opens but is no helper's input share; ``"vdaf_invalid"`` when ``verify_init``, the message of
+        both round-0 shares or ``verify_next`` refuses it (``operation="helper_init_batch"``)."""
+    def leader_continue_batch(self, states: Iterable[Poplar1VerifyState], messages: Iterable[bytes],
+                              verifier_shares: Iterable[bytes]) -> list[tuple[Poplar1VerifyState, bytes] | str]:
+        """The leader's round 1 of one job in one call: per round-0 state (used), ``verify_next`` with round 0's
+        message, then round 1's message of its share and the helper's: ``(round-1 state, message)``, or
+        ``"vdaf_invalid"`` (a state used or of round 1, left unused then). A ``TypeError`` for an item of another
+        type, a ``PrioError`` (``operation="leader_continue_batch"``) for lists of other lengths; no state is used."""
+    def leader_finish_batch(self, agg_param: Poplar1AggregationParam, states: Iterable[Poplar1VerifyState],
+                            messages: Iterable[bytes]) -> tuple[list[bool], Poplar1AggregateShare]:
+        """The leader's last step of one job in one call: per round-1 state (used), ``verify_next`` with round 1's
+        message; whether it gave an output share, and the aggregate share of those. ``PrioError``
+        (``operation="leader_finish_batch"``) for a state of another parameter or lists of other lengths."""
+    def helper_finish_batch(self, agg_param: Poplar1AggregationParam, states: Iterable[bytes],
+                            messages: Iterable[bytes]) -> tuple[list[bool], Poplar1AggregateShare]:
+        """:meth:`leader_finish_batch` on the helper's round-1 states as ``to_bytes()`` gave them (``False`` for
+        bytes that are no helper's round-1 state) (``operation="helper_finish_batch"``)."""

@@ -16,6 +16,11 @@ __all__ = ["summary", "add_spec_arguments", "register", "spec_command", "central
            "central_json", "over_horizon"]
 
 
+NOT_SHUFFLED = ("no local randomizer (the exact value is shared between two aggregators): no shuffled figure; its "
+                "central guarantee is its task's noise (docs/two-aggregators.md)")
+"""What ``--shuffled`` says of a metric kind without a local randomizer (``poplar1``)."""
+
+
 def lifetime_cap(spec: CollectionSpec, name: str) -> PrivacyCost | None:
     """What a device's reports of metric ``name`` can ever cost it locally: the smaller (in ε) of the metric's and
     the collection's lifetime caps (``None``: neither is set)."""
@@ -34,6 +39,9 @@ def central_lines(spec: CollectionSpec, n: int, delta: float, windows: int | Non
 
     lines = [f"shuffled: central guarantee per window against the analyst, {n:,} devices shuffled, δ = {delta:g}"]
     for m in spec.metrics.values():
+        if not m.params.local_randomizer:
+            lines.append(f"  {m.name}: {NOT_SHUFFLED}")
+            continue
         eps0, k = m.params.privacy_cost.epsilon, spec.reports_per_window(m.name)
         g = window_guarantee(m.params, n * k, delta, k) if k is not None else None
         if g is None:
@@ -112,12 +120,18 @@ def summary(spec: CollectionSpec) -> str:
              f"upload: at most one batch of <= {up.max_batch} reports every {up.min_interval_seconds} s"]
     rows = [("metric", "protocol", "ε/report", "per_report", "per_window", "lifetime", "params fp", "metric fp")]
     for m in spec.metrics.values():
-        rows.append((m.name, m.protocol, str(m.params.privacy_cost), str(m.budget.per_report),
+        local = str(m.params.privacy_cost) if m.params.local_randomizer else "none (exact)"
+        rows.append((m.name, m.protocol, local, str(m.budget.per_report),
                      str(m.budget.per_window or "-"), str(m.budget.lifetime or "-"), m.params_fingerprint,
                      m.fingerprint))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     for m in spec.metrics.values():
+        if not m.params.local_randomizer and (fit := m.params.task_vdaf()) is not None:
+            lines.append(f"{m.name}: no local randomizer: each device shares its exact value between two aggregators "
+                         f"({fit[0]}, {m.params.to_dict()}), charged per_report {m.budget.per_report} a report; its "
+                         f"task: ldp collect task" + (" (strings: ldp collect --heavy-hitters)" if
+                                                     fit[0] == "Poplar1" else ""))
         if (loc := spec.candidates(m.name)) is not None:
             missing = isinstance(loc, Path) and not loc.exists()
             lines.append(f"candidates of {m.name}: {loc}" + (" (file not found)" if missing else ""))
@@ -185,6 +199,9 @@ def central_json(spec: CollectionSpec, n: int, delta: float, windows: int | None
     out: dict[str, object] = {}
     for m in spec.metrics.values():
         k = spec.reports_per_window(m.name)
+        if not m.params.local_randomizer:
+            out[m.name] = {"reports_per_window": k, "guarantee": None, "reason": NOT_SHUFFLED}
+            continue
         found = window_guarantee(m.params, n * k, delta, k) if k is not None else None
         g = None if found is None else found.to_dict()
         out[m.name] = {"reports_per_window": k, "guarantee": g, **over_horizon(spec, m.name, n, delta, windows)}

@@ -116,6 +116,13 @@ class CollectionSpec:
         except KeyError:
             raise KeyError(f"no metric {name!r} in spec {self.name!r} (metrics: {', '.join(self.metrics)})") from None
 
+    def envelope_metric(self, name: str) -> MetricSpec | None:
+        """The metric called ``name`` when upload envelopes may carry its reports: ``None`` when the spec has no such
+        metric, or when it is of a kind without a local randomizer (``poplar1``), whose reports are sealed DAP
+        reports for its task's leader, never envelopes (the server's readers reject an envelope naming it)."""
+        m = self.metrics.get(name)
+        return m if m is not None and m.params.local_randomizer else None
+
     def params(self, name: str) -> Any:
         """The protocol parameters (a ``ProtocolParams``) of metric ``name``."""
         return self.metric(name).params

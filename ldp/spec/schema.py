@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 from ldp.errors import SpecError
 from ldp.privacy.accountant import PrivacyCost
 from ldp.privacy.ledger import MAX_CLOCK
-from ldp.protocols import client_protocols
 from ldp.reports import canonical_json
 from ldp.spec.envelope import METRIC_RE
 from ldp.spec.jsonpath import finite, join, kind
+from ldp.spec.kinds import metric_kinds
 from ldp.spec.otel import OtelSource, parse_otel
 
 if TYPE_CHECKING:
@@ -277,11 +277,11 @@ _join = join
 
 def _params(ck: _Checker, protocol: Any, raw: Any, path: str) -> ProtocolParams | None:
     """Validated protocol parameters (errors naming ``...params.<field>`` where the rule names one)."""
-    known = client_protocols()
+    known = metric_kinds()
     if not isinstance(protocol, str) or protocol not in known:
         ck.fail(_join(path, "protocol"), f"unknown protocol {protocol!r} (known: {', '.join(sorted(known))})")
         return None
-    params_type = known[protocol][0]
+    params_type = known[protocol]
     fields = {f.name: f for f in dataclasses.fields(params_type)}
     required = {n for n, f in fields.items() if f.default is dataclasses.MISSING
                 and f.default_factory is dataclasses.MISSING}
@@ -290,7 +290,8 @@ def _params(ck: _Checker, protocol: Any, raw: Any, path: str) -> ProtocolParams 
         return None
     try:
         params = params_type.from_dict(raw)
-        _ = params.privacy_cost  # RAPPOR without a finite ε₁ fails here
+        if params.local_randomizer:
+            _ = params.privacy_cost  # RAPPOR without a finite ε₁ fails here
         return params
     except (TypeError, ValueError) as exc:
         msg = str(exc)  # "epsilon must be > 0" -> "params.epsilon: must be > 0"
@@ -321,7 +322,8 @@ def _metric(ck: _Checker, name: str, raw: Any, total: Budget) -> MetricSpec | No
         ck.le(budget.per_report, budget.lifetime, _join(bpath, "per_report"), "the metric's lifetime")
         ck.le(budget.per_report, total.per_window, _join(bpath, "per_report"), "budget.per_window of the collection")
         ck.le(budget.per_report, total.lifetime, _join(bpath, "per_report"), "budget.lifetime of the collection")
-        if params is not None and budget.per_report is not None and not params.privacy_cost.fits_within(
+        if params is not None and params.local_randomizer and budget.per_report is not None and \
+                not params.privacy_cost.fits_within(
                 budget.per_report):
             ck.fail(_join(bpath, "per_report"), f"{budget.per_report} is less than what one {params.protocol} report "
                                                 f"costs with these params ({params.privacy_cost})")
@@ -342,7 +344,11 @@ def _metric(ck: _Checker, name: str, raw: Any, total: Budget) -> MetricSpec | No
     trust = raw.get("trust", "local")
     if trust not in TRUST_MODELS:
         ck.fail(_join(path, "trust"), f"must be one of {', '.join(TRUST_MODELS)}, got {trust!r}")
-    elif trust.startswith("two-aggregator") and params is not None and params.prio3_fit() is None:
+    elif params is not None and params.trust_models is not None and trust not in params.trust_models:
+        ck.fail(_join(path, "trust"), f"must be {' or '.join(params.trust_models)} for {params.protocol} (its devices "
+                                      f"share the exact value: no local randomizer), got {trust!r}")
+    elif trust.startswith("two-aggregator") and params is not None and params.trust_models is None and \
+            params.prio3_fit() is None:
         ck.fail(_join(path, "trust"), f"{params.protocol} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): "
                                       "no two-aggregator mode for it")
     otel = parse_otel(ck, raw["otel"], _join(path, "otel"), params) if "otel" in raw else None

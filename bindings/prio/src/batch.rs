@@ -20,23 +20,26 @@ use crate::parallel::{in_owned_parts, in_parts};
 use crate::shares::{AggregateShare, VerifyState};
 use crate::vdaf::{fixed, Core};
 
-/// Why a report of a batch is refused: `ReportError`'s codes.
+/// Why a report of a batch is refused: `ReportError`'s codes (Poplar1's batch calls too, `poplar1_batch.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Refusal {
+pub(crate) enum Refusal {
     /// The ciphertext is empty, or sealed to another config id than the key pair's.
     UnknownConfig,
     /// The ciphertext does not decode, or does not open (`dap::open_input_share`).
     Decrypt,
     /// The VDAF refused the report: its shares, its proof or its joint randomness.
     Invalid,
+    /// The opened share is no input share of this aggregator (Poplar1's helper: `check_input_share`).
+    InvalidMessage,
 }
 
 impl Refusal {
-    fn code(self) -> &'static str {
+    pub(crate) fn code(self) -> &'static str {
         match self {
             Refusal::UnknownConfig => "hpke_unknown_config_id",
             Refusal::Decrypt => "hpke_decrypt_error",
             Refusal::Invalid => "vdaf_invalid",
+            Refusal::InvalidMessage => "invalid_message",
         }
     }
 }
@@ -59,7 +62,7 @@ fn joint_rand_part_matches(public_share: &[u8], verifier_share: &[u8], agg_id: u
 
 /// One report of a batch as Python gave it, its bytes still Python's (held, so that the slices of `Report` may be
 /// read with the GIL released: a `bytes` object never changes).
-struct Held<'py> {
+pub(crate) struct Held<'py> {
     report_id: [u8; REPORT_ID_LEN],
     time: u64,
     public_share: Bound<'py, PyBytes>,
@@ -68,16 +71,16 @@ struct Held<'py> {
 }
 
 /// One report of a batch, borrowed from its `Held`.
-struct Report<'a> {
-    metadata: ReportMetadata,
-    public_share: &'a [u8],
-    ciphertext: &'a [u8],
+pub(crate) struct Report<'a> {
+    pub(crate) metadata: ReportMetadata,
+    pub(crate) public_share: &'a [u8],
+    pub(crate) ciphertext: &'a [u8],
     /// The helper's batch: the leader's verifier share; the leader's: the input share opened at the door, if any.
-    last: Option<&'a [u8]>,
+    pub(crate) last: Option<&'a [u8]>,
 }
 
 impl<'py> Held<'py> {
-    fn report(&self) -> Report<'_> {
+    pub(crate) fn report(&self) -> Report<'_> {
         Report {
             metadata: ReportMetadata { report_id: self.report_id, time: self.time },
             public_share: self.public_share.as_bytes(),
@@ -87,7 +90,7 @@ impl<'py> Held<'py> {
     }
 }
 
-fn kind(obj: &Bound<'_, PyAny>) -> String {
+pub(crate) fn kind(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
 }
 
@@ -113,65 +116,71 @@ impl<'c, B: Backend> Batch<'c, B> {
         Ok(*fixed::<TASK_ID_LEN>(py, params, op, "the task ID", task_id)?)
     }
 
-    /// The reports of a batch, each a tuple `(report_id, time, public_share, ciphertext, last)`: `last` bytes, or
-    /// also `None` where `last_optional`. A `TypeError` (a value of another type) or a `PrioError` (a wrong length
-    /// or value) names the report's index.
+    /// The reports of a batch ([`read_reports`]), a wrong length or value refused naming this call.
     fn read<'py>(&self, py: Python<'py>, reports: &Bound<'py, PyAny>, last_optional: bool) -> PyResult<Vec<Held<'py>>> {
-        let mut held = Vec::new();
-        for (i, item) in reports.try_iter()?.enumerate() {
-            let item = item?;
-            let tuple = item.cast::<PyTuple>().map_err(|_| {
-                PyTypeError::new_err(format!("reports[{i}] must be a tuple of 5 items, got {}", kind(&item)))
-            })?;
-            if tuple.len() != 5 {
-                let message = format!("reports[{i}] must have 5 items, got {}", tuple.len());
-                return Err(self.core.err(py, self.op, message));
-            }
-            let bytes = |k: usize, name: &str| -> PyResult<Bound<'py, PyBytes>> {
-                let value = tuple.get_item(k)?;
-                value.cast_into::<PyBytes>().map_err(|e| {
-                    PyTypeError::new_err(format!("reports[{i}]: {name} must be bytes, got {}", kind(&e.into_inner())))
-                })
-            };
-            let report_id = bytes(0, "the report ID")?;
-            let report_id: [u8; REPORT_ID_LEN] = report_id.as_bytes().try_into().map_err(|_| {
-                let message = format!(
-                    "reports[{i}]: the report ID must be {REPORT_ID_LEN} bytes, got {}",
-                    report_id.as_bytes().len()
-                );
-                self.core.err(py, self.op, message)
-            })?;
-            let time = tuple.get_item(1)?;
-            if !time.is_instance_of::<PyInt>() {
-                return Err(PyTypeError::new_err(format!(
-                    "reports[{i}]: the time must be an int, got {}",
-                    kind(&time)
-                )));
-            }
-            let time = time.extract::<u64>().map_err(|_| {
-                let message = format!("reports[{i}]: the time must be an int in [0, {}], got {time}", u64::MAX);
-                self.core.err(py, self.op, message)
-            })?;
-            let public_share = bytes(2, "the public share")?;
-            let ciphertext = bytes(3, "the ciphertext")?;
-            let last = if last_optional {
-                if tuple.get_item(4)?.is_none() {
-                    None
-                } else {
-                    Some(bytes(4, "the input share (or None)")?)
-                }
-            } else {
-                Some(bytes(4, "the leader's verifier share")?)
-            };
-            held.push(Held { report_id, time, public_share, ciphertext, last });
-        }
-        Ok(held)
+        read_reports(reports, last_optional, &|message| self.core.err(py, self.op, message))
     }
+}
+
+/// The reports of a batch, each a tuple `(report_id, time, public_share, ciphertext, last)`: `last` bytes, or also
+/// `None` where `last_optional`. A `TypeError` (a value of another type) or `err`'s error (a wrong length or value,
+/// a `PrioError` naming the call) names the report's index.
+pub(crate) fn read_reports<'py>(
+    reports: &Bound<'py, PyAny>,
+    last_optional: bool,
+    err: &dyn Fn(String) -> PyErr,
+) -> PyResult<Vec<Held<'py>>> {
+    let mut held = Vec::new();
+    for (i, item) in reports.try_iter()?.enumerate() {
+        let item = item?;
+        let tuple = item.cast::<PyTuple>().map_err(|_| {
+            PyTypeError::new_err(format!("reports[{i}] must be a tuple of 5 items, got {}", kind(&item)))
+        })?;
+        if tuple.len() != 5 {
+            let message = format!("reports[{i}] must have 5 items, got {}", tuple.len());
+            return Err(err(message));
+        }
+        let bytes = |k: usize, name: &str| -> PyResult<Bound<'py, PyBytes>> {
+            let value = tuple.get_item(k)?;
+            value.cast_into::<PyBytes>().map_err(|e| {
+                PyTypeError::new_err(format!("reports[{i}]: {name} must be bytes, got {}", kind(&e.into_inner())))
+            })
+        };
+        let report_id = bytes(0, "the report ID")?;
+        let report_id: [u8; REPORT_ID_LEN] = report_id.as_bytes().try_into().map_err(|_| {
+            let message = format!(
+                "reports[{i}]: the report ID must be {REPORT_ID_LEN} bytes, got {}",
+                report_id.as_bytes().len()
+            );
+            err(message)
+        })?;
+        let time = tuple.get_item(1)?;
+        if !time.is_instance_of::<PyInt>() {
+            return Err(PyTypeError::new_err(format!("reports[{i}]: the time must be an int, got {}", kind(&time))));
+        }
+        let time = time.extract::<u64>().map_err(|_| {
+            let message = format!("reports[{i}]: the time must be an int in [0, {}], got {time}", u64::MAX);
+            err(message)
+        })?;
+        let public_share = bytes(2, "the public share")?;
+        let ciphertext = bytes(3, "the ciphertext")?;
+        let last = if last_optional {
+            if tuple.get_item(4)?.is_none() {
+                None
+            } else {
+                Some(bytes(4, "the input share (or None)")?)
+            }
+        } else {
+            Some(bytes(4, "the leader's verifier share")?)
+        };
+        held.push(Held { report_id, time, public_share, ciphertext, last });
+    }
+    Ok(held)
 }
 
 /// This aggregator's input share of `report`: its ciphertext opened as `role`, or why not. The config id is
 /// checked first (DAP's `HpkeCiphertext` starts with it), as `prepare_init` of tests/prio/prepare_reference.py does.
-fn open(
+pub(crate) fn open(
     keypair: &dap::HpkeKeypair,
     role: Role,
     task_id: &[u8; TASK_ID_LEN],

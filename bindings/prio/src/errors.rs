@@ -12,7 +12,8 @@ static PRIO_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 /// The operations a refusal names (`PrioError.operation`): the method that refused, or `decode` for bytes read back
 /// into a share or a DAP message outside an operation, `parameters` for a VDAF or a key that cannot be built,
 /// `encode` for a DAP message that has no encoding, `seal` and `open` for HPKE and DAP reports (`dap.rs`), and the
-/// batch calls' own names for their arguments (`batch.rs`: a report refused inside a batch is a code, not an error).
+/// batch calls' own names for their arguments (`batch.rs`, `poplar1_batch.rs`: a report refused inside a batch is a
+/// code, not an error).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Op {
     Parameters,
@@ -29,6 +30,9 @@ pub(crate) enum Op {
     HelperPrepareBatch,
     LeaderInitBatch,
     LeaderFinishBatch,
+    HelperInitBatch,
+    LeaderContinueBatch,
+    HelperFinishBatch,
 }
 
 impl Op {
@@ -48,6 +52,9 @@ impl Op {
             Op::HelperPrepareBatch => "helper_prepare_batch",
             Op::LeaderInitBatch => "leader_init_batch",
             Op::LeaderFinishBatch => "leader_finish_batch",
+            Op::HelperInitBatch => "helper_init_batch",
+            Op::LeaderContinueBatch => "leader_continue_batch",
+            Op::HelperFinishBatch => "helper_finish_batch",
         }
     }
 }

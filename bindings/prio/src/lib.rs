@@ -28,8 +28,8 @@
 //!
 //! Poplar1 (VDAF draft 18 §8: heavy hitters, the crate's `experimental` feature) is `poplar1.rs` (the class
 //! `Poplar1`: sharding through the native client's `ldp_client::poplar1`, every aggregator and collector step the
-//! crate's) and `poplar1_shares.rs` (the aggregation parameter, the states and shares it makes); `ldp.prio.poplar1`
-//! is its Python face.
+//! crate's), `poplar1_shares.rs` (the aggregation parameter, the states and shares it makes) and `poplar1_batch.rs`
+//! (the aggregators' jobs, one call per step of a job); `ldp.prio.poplar1` is its Python face.
 //!
 //! Without the `python` feature (`cargo run --release --no-default-features --example bench_raw`) the crate is
 //! empty: the raw benchmark times the `prio` crate alone.
@@ -50,6 +50,7 @@ mod opens;
 mod parallel;
 mod params;
 mod poplar1;
+mod poplar1_batch;
 mod poplar1_shares;
 mod shares;
 mod spec;

@@ -24,7 +24,9 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
+use crate::dap::HpkeKeypair;
 use crate::errors::{refused, Op};
+use crate::poplar1_batch as batch;
 use crate::poplar1_shares::{bits_of, AggParam, AggregateShare, OutputShare, VerifyState};
 use crate::vdaf::{sharded, Sharded};
 
@@ -34,18 +36,18 @@ type Vdaf = CratePoplar1<XofTurboShake128, VERIFY_KEY_LEN>;
 /// and the helper (1).
 #[pyclass(frozen, module = "ldp.prio", name = "Poplar1")]
 pub struct Poplar1 {
-    client: Poplar1Client,
-    vdaf: Vdaf,
+    pub(crate) client: Poplar1Client,
+    pub(crate) vdaf: Vdaf,
     public_share_len: usize,
 }
 
 impl Poplar1 {
-    fn err(&self, py: Python<'_>, op: Op, what: impl std::fmt::Display) -> PyErr {
+    pub(crate) fn err(&self, py: Python<'_>, op: Op, what: impl std::fmt::Display) -> PyErr {
         refused(py, &format!("Poplar1(bits={})", self.client.bits()), op, what)
     }
 
     /// Refuses a parameter whose level has no prefixes of this bit length.
-    fn check_level(&self, py: Python<'_>, op: Op, agg_param: &Poplar1AggregationParam) -> PyResult<()> {
+    pub(crate) fn check_level(&self, py: Python<'_>, op: Op, agg_param: &Poplar1AggregationParam) -> PyResult<()> {
         let (level, bits) = (agg_param.level(), self.client.bits());
         if level >= bits {
             return Err(self.err(
@@ -64,7 +66,13 @@ impl Poplar1 {
         Ok(())
     }
 
-    fn fixed<'a, const N: usize>(&self, py: Python<'_>, op: Op, what: &str, bytes: &'a [u8]) -> PyResult<&'a [u8; N]> {
+    pub(crate) fn fixed<'a, const N: usize>(
+        &self,
+        py: Python<'_>,
+        op: Op,
+        what: &str,
+        bytes: &'a [u8],
+    ) -> PyResult<&'a [u8; N]> {
         bytes.try_into().map_err(|_| self.err(py, op, format!("{what} must be {N} bytes, got {}", bytes.len())))
     }
 
@@ -288,8 +296,7 @@ impl Poplar1 {
         self.check_agg_id(py, Op::Decode, agg_id)?;
         self.check_level(py, Op::Decode, &agg_param.inner)?;
         let inner = self.decode_state(py, Op::Decode, agg_id, data)?;
-        // The crate's encoding: the field's byte, then the sketch's round (0 for the first, 1 for the second).
-        let round = data.get(1).copied().unwrap_or_default();
+        let round = encoded_round(data);
         Ok(VerifyState { agg_id, round, agg_param: agg_param.inner.clone(), inner: Some(inner) })
     }
 
@@ -363,9 +370,76 @@ impl Poplar1 {
         <Vdaf as Aggregator<VERIFY_KEY_LEN, NONCE_LEN>>::is_agg_param_valid(&agg_param.inner, &previous)
     }
 
+    /// The leader's round 0 of one aggregation job (`poplar1_batch.rs`; its docstring in `_native.pyi`).
+    #[allow(clippy::too_many_arguments)]
+    fn leader_init_batch<'py>(
+        &self,
+        py: Python<'py>,
+        keypair: &Bound<'py, HpkeKeypair>,
+        verify_key: &[u8],
+        task_id: &[u8],
+        agg_param: &AggParam,
+        reports: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        batch::leader_init_batch(self, py, keypair, verify_key, task_id, agg_param, reports)
+    }
+
+    /// The helper's round 0 of one aggregation job (`poplar1_batch.rs`; its docstring in `_native.pyi`).
+    #[allow(clippy::too_many_arguments)]
+    fn helper_init_batch<'py>(
+        &self,
+        py: Python<'py>,
+        keypair: &Bound<'py, HpkeKeypair>,
+        verify_key: &[u8],
+        task_id: &[u8],
+        agg_param: &AggParam,
+        reports: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        batch::helper_init_batch(self, py, keypair, verify_key, task_id, agg_param, reports)
+    }
+
+    /// The leader's round 1 of one aggregation job (`poplar1_batch.rs`; its docstring in `_native.pyi`).
+    fn leader_continue_batch<'py>(
+        &self,
+        py: Python<'py>,
+        states: &Bound<'py, PyAny>,
+        messages: &Bound<'py, PyAny>,
+        verifier_shares: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        batch::leader_continue_batch(self, py, states, messages, verifier_shares)
+    }
+
+    /// The leader's last step on one aggregation job (`poplar1_batch.rs`; its docstring in `_native.pyi`).
+    fn leader_finish_batch<'py>(
+        &self,
+        py: Python<'py>,
+        agg_param: &AggParam,
+        states: &Bound<'py, PyAny>,
+        messages: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyList>, AggregateShare)> {
+        batch::leader_finish_batch(self, py, agg_param, states, messages)
+    }
+
+    /// The helper's last step on one aggregation job (`poplar1_batch.rs`; its docstring in `_native.pyi`).
+    fn helper_finish_batch<'py>(
+        &self,
+        py: Python<'py>,
+        agg_param: &AggParam,
+        states: &Bound<'py, PyAny>,
+        messages: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyList>, AggregateShare)> {
+        batch::helper_finish_batch(self, py, agg_param, states, messages)
+    }
+
     fn __repr__(&self) -> String {
         format!("Poplar1(bits={}, ctx={} bytes)", self.client.bits(), self.client.ctx().len())
     }
+}
+
+/// The round of an encoded verification state (the crate's encoding: the field's byte, then the sketch's round, 0
+/// for the first, 1 for the second).
+pub(crate) fn encoded_round(data: &[u8]) -> u8 {
+    data.get(1).copied().unwrap_or_default()
 }
 
 /// The shares `seal_report` seals (the DAP path of a simulated device): the nonce, the public share, the inputs.

@@ -1,4 +1,6 @@
-//! The devices of `tests/clients/test_rust_dap_e2e.py`: `dap_devices SPEC DEVICES STATES SEED METRIC=TASK...`.
+//! The devices of `tests/clients/test_rust_dap_e2e.py` and `tests/clients/test_rust_poplar1_e2e.py`:
+//! `dap_devices SPEC DEVICES STATES SEED METRIC=TASK...`. A task file is a Prio3 task's, or (a build with the
+//! `poplar1` feature) a `poplar1` metric's Poplar1 task, whose values are strings.
 //!
 //! Each device `d` of the DEVICES file (a JSON list of `{"at": <Unix seconds>, "values": [[metric, value], ...]}`)
 //! opens a `TelemetryClient` on its own `FileStore` folder `STATES/d<d>` with its clock fixed at `at` and the task

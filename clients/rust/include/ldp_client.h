@@ -611,7 +611,10 @@ enum LdpStatus ldp_client_record_int(const struct LdpClient *client, const char 
 enum LdpStatus ldp_client_record_double(const struct LdpClient *client, const char *metric, double value, uint64_t *id);
 
 /**
- * Records a string (`value`, `len` bytes of UTF-8: a label, a word, a URL).
+ * Records a string (`value`, `len` bytes of UTF-8: a label, a word, a URL). A `poplar1` metric's value (a string
+ * shared exactly with two aggregators; its Poplar1 task given with `ldp_client_add_task`) is at most `bits / 8`
+ * bytes and does not end in a NUL byte: refused otherwise, `LDP_VALUE_ERROR` with code `value_too_long` or
+ * `not_in_alphabet` (`"char": "\u0000"`), nothing charged.
  *
  * # Safety
  * Pointers valid as documented.
@@ -1060,9 +1063,12 @@ enum LdpStatus ldp_dap_task_report_with_random(const struct LdpDapTask *task,
  * to the ledger (the spec's `per_report` for `two-aggregator`, the protocol's ε for `two-aggregator+local`; at
  * most the task's `reports_per_window` reports a window), made into a DAP-09 report sealed to both aggregators, and
  * queued; `ldp_client_upload` sends it to the task's leader. A task given again replaces the first (rotated keys).
- * Refused (`LDP_VALUE_ERROR`, the message naming the member), nothing changed: a document that is no task file, a
- * metric that is no two-aggregator metric of the client's spec, a task that is not the metric's under the spec
- * (window, trust model, Prio3 type and parameters, reports a window, local protocol), no `hpke_configs`. The task
+ * A `poplar1` metric's task is a Poplar1 task (`"vdaf": {"type": "Poplar1", "bits": …, "max_candidates": …}`;
+ * a library built with the feature "poplar1"): its values are strings (`ldp_client_record_string`, or a JSON
+ * string), each shared exactly as a Poplar1 report. Refused (`LDP_VALUE_ERROR`, the message naming the member),
+ * nothing changed: a document that is no task file, a metric that is no two-aggregator metric of the client's
+ * spec, a task that is not the metric's under the spec (window, trust model, VDAF and its parameters, reports a
+ * window, local protocol), no `hpke_configs`, a Poplar1 task in a library without the feature "poplar1". The task
  * is the client handle's, not the state folder's: give it each time the client is opened.
  *
  * # Safety

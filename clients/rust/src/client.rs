@@ -146,8 +146,8 @@ impl TelemetryClient {
     /// the task ID they name). Refused, nothing changed: a metric of the spec that is no two-aggregator metric, a
     /// task file that is not this metric's task under the spec ([`ClientBuilder::task`] says what is checked).
     #[cfg(feature = "prio")]
-    pub fn add_task(&self, metric: &str, task: crate::dap::TaskFile) -> Result<()> {
-        let task = Arc::new(DapTask::new(&self.spec, metric, task)?);
+    pub fn add_task(&self, metric: &str, task: impl Into<crate::dap::AnyTaskFile>) -> Result<()> {
+        let task = Arc::new(DapTask::new(&self.spec, metric, task.into())?);
         let mut tasks = self.tasks.write().map_err(|_| Error::Internal("the tasks' lock is poisoned".into()))?;
         tasks.insert(metric.to_string(), task);
         Ok(())

@@ -41,7 +41,7 @@
 //!
 //! Layout: the aggregators and the draft's constants here; DAP-09's messages (`messages`), sealing and opening input
 //! shares (`input_share`), the [`ReportBuilder`] (`builder`), a task's public file as a device reads it
-//! (`task_file`: [`TaskFile`]); the encoding (`codec`) and HPKE (`hpke`).
+//! (`task_file`: [`TaskFile`], [`AnyTaskFile`]; a Poplar1 task's, `poplar1_task`); the encoding (`codec`) and HPKE (`hpke`).
 
 mod builder;
 mod codec;
@@ -50,6 +50,8 @@ mod input_share;
 mod messages;
 #[cfg(feature = "poplar1")]
 mod poplar1_builder;
+#[cfg(feature = "poplar1")]
+mod poplar1_task;
 mod task_file;
 
 use std::fmt;
@@ -66,7 +68,9 @@ pub use self::input_share::{input_share_aad, input_share_info, open_input_share,
 pub use self::messages::{Extension, PlaintextInputShare, Report, ReportMetadata};
 #[cfg(feature = "poplar1")]
 pub use self::poplar1_builder::Poplar1ReportBuilder;
-pub use self::task_file::{TaskFile, TASK_FORMAT};
+#[cfg(feature = "poplar1")]
+pub use self::poplar1_task::Poplar1TaskFile;
+pub use self::task_file::{AnyTaskFile, TaskFile, TaskMembers, TASK_FORMAT};
 use crate::prio3::NONCE_LEN;
 
 /// The DAP draft this module speaks: `draft-ietf-ppm-dap-09`.

@@ -182,6 +182,14 @@ impl Prepared {
             None => self.value.downcast_ref::<bool>().map(|b| u64::from(*b)),
         }
     }
+
+    /// The measurement's bytes of a `poplar1` metric's checked string (its UTF-8 bytes padded with 0x00 to
+    /// `bits / 8`: [`crate::protocols::poplar1_strings::measurement_bytes`]); `None` for other protocols.
+    #[cfg_attr(not(feature = "poplar1"), allow(dead_code))]
+    pub(crate) fn string_measurement(&self) -> Option<&[u8]> {
+        let m = self.value.downcast_ref::<crate::protocols::poplar1_strings::StringMeasurement>()?;
+        Some(&m.0)
+    }
 }
 
 impl fmt::Debug for Prepared {

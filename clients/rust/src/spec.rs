@@ -121,7 +121,7 @@ impl MetricSpec {
     /// The metric's protocol.
     pub fn protocol(&self) -> &'static Protocol {
         // The spec only holds metrics of known protocols.
-        protocols::get(self.params.protocol()).unwrap_or(&protocols::rr::GRR)
+        protocols::metric_kind(self.params.protocol()).unwrap_or(&protocols::rr::GRR)
     }
 }
 

@@ -152,6 +152,54 @@ fn c_program_refuses_by_meaning_and_reports_as_rust() {
     assert!(refusal(&got[10]).0 == 1 && got[10].contains("same public key"), "{}", got[10]);
 }
 
+/// The C interface's record path for a spec's `poplar1` metric: `ldp_client_add_task` given its Poplar1 task (one of
+/// other bits refused first), then every value of bits 64 of `conformance/specs/poplar1.json`'s measurements through
+/// `ldp_client_record_string` (strings, as bytes) or `ldp_client_record_json` (the others): recorded (the pending
+/// reports counting up) or refused with Python's code, the refusal a `ValueError` or a `TypeError` as Python's.
+#[test]
+fn c_program_records_strings_into_a_poplar1_metric_given_its_task() {
+    let (doc, keys) = (common::poplar1::spec_doc(64), common::poplar1::Keys::new());
+    let task = common::poplar1::task_doc(&doc, "new_words", 7, "https://leader.example", &keys);
+    let mut bad = task.clone();
+    bad["vdaf"]["bits"] = 32.into();
+    let mut records = vec![
+        format!("spec\t{doc}"),
+        "record\tnew_words\t6869".to_string(),
+        format!("task\t{bad}"),
+        format!("task\t{task}"),
+    ];
+    let mut want = vec!["spec\tok".to_string(), "refused trust_model".into(), "refused".into(), "task\tok".into()];
+    let (mut pending, doc) = (0, common::spec_replay::fixture("poplar1.json"));
+    for m in doc["measurements"].as_array().unwrap().iter().filter(|m| m["bits"] == 64) {
+        records.push(match m["value"].as_str() {
+            Some(s) if !s.is_empty() => format!("record\tnew_words\t{}", hex(s.as_bytes())),
+            Some(_) => "record\tnew_words\t-".to_string(),
+            None => format!("recordjson\tnew_words\t{}", m["value"]),
+        });
+        want.push(match m.get("error").and_then(Value::as_str) {
+            Some(code) => format!("refused {code}"),
+            None => {
+                pending += 1;
+                format!("recorded\t{pending}")
+            }
+        });
+    }
+    let got = run(program(), &records, &[]);
+    assert_eq!(got.len(), want.len(), "{got:?}");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        match w.strip_prefix("refused") {
+            None => assert_eq!(g, w, "record {i}: {}", records[i]),
+            Some(code) => {
+                let (status, ty, got_code, _) = refusal(g);
+                let kind = if got_code == "value_type" { (2, "TypeError") } else { (1, "ValueError") };
+                assert_eq!((status, ty.as_str()), kind, "record {i}: {g}");
+                assert!(code.is_empty() || got_code == code.trim(), "record {i}: {g}, want{code}");
+            }
+        }
+    }
+    assert!(pending >= 8 && want.len() > 20, "{pending} of {}", want.len());
+}
+
 #[test]
 fn c_program_selftest() {
     let out = run(program(), &[], &[]);

@@ -19,6 +19,7 @@ mod common;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use common::poplar1::{verify, Vdaf};
 use common::prio3::{hex, unhex};
 use ldp_client::dap::{open_input_share, Aggregator as Role, HpkeKeypair, HpkeSuite, Poplar1ReportBuilder};
 use ldp_client::poplar1::{Poplar1Client, RAND_LEN};
@@ -26,13 +27,10 @@ use ldp_client::Value;
 use prio::codec::{Decode, Encode, ParameterizedDecode};
 use prio::idpf::IdpfInput;
 use prio::vdaf::poplar1::{
-    Poplar1, Poplar1AggregationParam, Poplar1FieldVec, Poplar1InputShare, Poplar1PublicShare, Poplar1VerifierMessage,
+    Poplar1AggregationParam, Poplar1FieldVec, Poplar1InputShare, Poplar1PublicShare, Poplar1VerifierMessage,
     Poplar1VerifierState,
 };
-use prio::vdaf::xof::XofTurboShake128;
 use prio::vdaf::{Aggregatable, Aggregator, Collector, VerifyTransition};
-
-type Vdaf = Poplar1<XofTurboShake128, 32>;
 
 /// `conformance/dap/poplar1`'s vectors: name and JSON, sorted by name.
 fn vectors() -> Vec<(String, Value)> {
@@ -190,42 +188,6 @@ fn every_poplar1_vector_replays() {
         }
     }
     assert_eq!(sharded, 6, "every positive vector's report sharded through the client API");
-}
-
-/// Both aggregators' verification of one report through the crate (init, then two rounds): each's output share.
-fn verify(
-    vdaf: &Vdaf,
-    ctx: &[u8],
-    param: &Poplar1AggregationParam,
-    nonce: &[u8; 16],
-    public: &[u8],
-    inputs: [&[u8]; 2],
-) -> Vec<Poplar1FieldVec> {
-    let key = [3u8; 32];
-    let public = Poplar1PublicShare::get_decoded_with_param(vdaf, public).unwrap();
-    let (mut states, mut shares) = (Vec::new(), Vec::new());
-    for (agg, input) in inputs.iter().enumerate() {
-        let input = Poplar1InputShare::get_decoded_with_param(&(vdaf, agg), input).unwrap();
-        let (state, share) = vdaf.verify_init(&key, ctx, agg, param, nonce, &public, &input).unwrap();
-        states.push(state);
-        shares.push(share);
-    }
-    let message = vdaf.verifier_shares_to_message(ctx, param, shares).unwrap();
-    let (mut next, mut shares) = (Vec::new(), Vec::new());
-    for state in states {
-        let VerifyTransition::Continue(state, share) = vdaf.verify_next(ctx, state, message.clone()).unwrap() else {
-            panic!("round 0 finished")
-        };
-        next.push(state);
-        shares.push(share);
-    }
-    let message = vdaf.verifier_shares_to_message(ctx, param, shares).unwrap();
-    next.into_iter()
-        .map(|state| match vdaf.verify_next(ctx, state, message.clone()).unwrap() {
-            VerifyTransition::Finish(out) => out,
-            VerifyTransition::Continue(..) => panic!("round 1 continued"),
-        })
-        .collect()
 }
 
 #[test]

@@ -1,11 +1,11 @@
 /**
  * The main entry of the ldp TypeScript client (`ldp-telemetry-client`): the whole client with every protocol.
  * Browser-safe: nothing here imports `node:*` (the Node file store is `ldp-telemetry-client/node`). `CollectionSpec`
- * here knows every protocol by default and reads the metrics' `otel` keys; a page that wants to ship only the
+ * here knows every protocol and the `poplar1` string kind (`SHARED_KINDS`) by default and reads the metrics' `otel`
+ * keys; a page that wants to ship only the
  * protocols it uses imports `ldp-telemetry-client/lite` and `ldp-telemetry-client/protocols` instead.
  */
-import type { ProtocolEntry } from "./encoders/base.js";
-import { ALL_PROTOCOLS } from "./protocols/index.js";
+import { ALL_PROTOCOLS, SHARED_KINDS } from "./protocols/index.js";
 import type { CollectionSpec as LiteSpec, SpecOptions } from "./spec.js";
 import { CollectionSpec as OtelSpec } from "./spec-otel.js";
 
@@ -16,7 +16,7 @@ export type { OtelValueClass } from "./spec-otel.js";
 
 function withAll(options: string | SpecOptions): SpecOptions {
   const opts = typeof options === "string" ? { source: options } : options;
-  return opts.protocols === undefined ? { ...opts, protocols: ALL_PROTOCOLS as readonly ProtocolEntry[] } : opts;
+  return opts.protocols === undefined ? { ...opts, protocols: [...ALL_PROTOCOLS, ...SHARED_KINDS] } : opts;
 }
 
 /** The collection spec (`spec.ts`), knowing every protocol unless `SpecOptions.protocols` says otherwise, and

@@ -10,7 +10,8 @@ import { Checker, METRIC_RE, fitsWithin, join, kind, sortedKeys } from "./spec-c
 
 /** Whom a metric's guarantee trusts (`TRUST_MODELS` of ldp/spec/schema.py): `local` (no one: each report is
  * randomized on the device; the default), `shuffle` (the shuffler, for a central ε by amplification),
- * `two-aggregator` (two non-colluding aggregators: the value secret-shared with Prio3, noised centrally) and
+ * `two-aggregator` (two non-colluding aggregators: the value secret-shared with Prio3, or a `poplar1` string with
+ * Poplar1, noised centrally; the only model of `poplar1`, which has no local randomizer: its params' `trustRefusal`) and
  * `two-aggregator+local` (the same, randomized on the device first). This client records `local` and `shuffle`
  * metrics, and two-aggregator ones given their tasks (`ldp-telemetry-client/dap`; without, `trust_model`). */
 export const TRUST_MODELS = ["local", "shuffle", "two-aggregator", "two-aggregator+local"] as const;
@@ -93,7 +94,7 @@ export function parseParams(ck: Checker, protocolName: unknown, raw: unknown, pa
   }
   try {
     const params = fromDict(entry.Params, obj as ParamsDict);
-    void params.privacyCost;
+    if (params.localRandomizer !== false) void params.privacyCost;
     return [entry, params];
   } catch (err) {
     if (!(err instanceof LdpRefusal)) throw err;
@@ -127,7 +128,8 @@ export function parseMetric(ck: Checker, name: string, raw: unknown, total: Budg
     ck.le(budget.per_report, budget.lifetime, join(bpath, "per_report"), "the metric's lifetime");
     ck.le(budget.per_report, total.per_window, join(bpath, "per_report"), "budget.per_window of the collection");
     ck.le(budget.per_report, total.lifetime, join(bpath, "per_report"), "budget.lifetime of the collection");
-    if (params !== null && budget.per_report !== undefined && !fitsWithin(params.privacyCost, budget.per_report)) {
+    if (params !== null && params.localRandomizer !== false && budget.per_report !== undefined &&
+      !fitsWithin(params.privacyCost, budget.per_report)) {
       ck.fail(join(bpath, "per_report"), `${costText(budget.per_report)} is less than what one ${params.protocol} report ` +
         `costs with these params (${costText(params.privacyCost)})`);
     }
@@ -151,6 +153,9 @@ export function parseMetric(ck: Checker, name: string, raw: unknown, total: Budg
   const tpath = join(path, "trust");
   if (!TRUST_MODELS.includes(trust as TrustModel)) {
     ck.fail(tpath, `must be one of ${TRUST_MODELS.join(", ")}, got ${num(trust)}`);
+  } else if (params?.trustRefusal) {
+    const why = params.trustRefusal(trust as string);
+    if (why) ck.fail(tpath, why);
   } else if ((trust as string).startsWith("two-") && params !== null && !PRIO3_FITS.includes(params.protocol)) {
     ck.fail(tpath, `${params.protocol} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): ` +
       "no two-aggregator mode for it");

@@ -5,7 +5,7 @@
  * * from a spec file: `npx ldp-spec-types spec.json > metrics.ts` writes the same `Metrics` interface
  *   (`bin/ldp-spec-types.mjs`, which reads `VALUE_KINDS`).
  *
- * A value kind per protocol (`VALUE_KINDS`): `binary` (`true`/`false` or 0/1), `label` (one of the metric's labels,
+ * A value kind per protocol and per shared kind (`VALUE_KINDS`; `poplar1`'s strings are `text`): `binary` (`true`/`false` or 0/1), `label` (one of the metric's labels,
  * or an index into its domain), `number` (a finite real), `text` (a string, or bytes), `word` (a string), `record`
  * (`multi`: an object of its attributes' values).
  */
@@ -17,7 +17,7 @@ export const VALUE_KINDS = /* @__PURE__ */ Object.freeze({
   lgrr: "label", loue: "label", thresh: "label", pgr: "label", hpg: "label",
   duchi: "number", piecewise: "number", hybrid: "number", "memo-mean": "number", "bucket-grr": "number",
   "bucket-oue": "number", dbitflip: "number", "memo-dbitflip": "number", hh: "number",
-  rappor: "text", cms: "text", hcms: "text", "rappor-ngrams": "text", pem: "text",
+  rappor: "text", cms: "text", hcms: "text", "rappor-ngrams": "text", pem: "text", poplar1: "text",
   sfp: "word",
   multi: "record",
 } as const);

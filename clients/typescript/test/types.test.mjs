@@ -1,5 +1,5 @@
 // Typed specs: `ldp-spec-types` writes a module typing a spec's metrics (checked here against a spec with labels,
-// binary RR, numbers and strings, and refusing a bad spec), and tsc compiles test/types/typed-spec.ts, whose
+// binary RR, numbers, strings and a poplar1 string metric, and refusing a bad spec), and tsc compiles test/types/typed-spec.ts, whose
 // `@ts-expect-error` lines must each find an error (a wrong label, an unknown metric, a wrong value type).
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -22,6 +22,8 @@ const SPEC = {
     word: { protocol: "sfp", params: { word_epsilon: 1, fragment_epsilon: 1 }, budget: { per_report: 2 } },
     shared: { protocol: "sue", params: { epsilon: 1, domain_size: 2 }, budget: { per_report: 1 }, trust: "two-aggregator+local" },
     shuffled: { protocol: "grr", params: { epsilon: 1, domain_size: 2 }, budget: { per_report: 1 }, trust: "shuffle" },
+    words: { protocol: "poplar1", params: { bits: 64, threshold: 20, max_candidates: 1024 }, budget: { per_report: 1 },
+      trust: "two-aggregator" },
   },
 };
 
@@ -37,6 +39,7 @@ test("ldp-spec-types writes each metric's value type, and refuses a bad spec", (
   assert.match(out, /word: string;/);
   assert.match(out, /shared: number; \/\/ trust two-aggregator\+local: recorded given its task/);
   assert.match(out, /shuffled: number;/);
+  assert.match(out, /words: string \| Uint8Array; \/\/ trust two-aggregator: recorded given its task/);
   assert.ok(!out.includes("is */"), "a description cannot close the comment");
   writeFileSync(join(here, "types", "metrics.generated.ts"), out);
   writeFileSync(path, JSON.stringify({ ...SPEC, metrics: { x: { protocol: "nope", params: {}, budget: { per_report: 1 } } } }));
@@ -52,8 +55,8 @@ test("tsc: typed metrics accept their values and refuse others", () => {
   assert.equal(r.status, 0, r.stdout + r.stderr);
 });
 
-test("VALUE_KINDS names every protocol of the registry, and only those", async () => {
+test("VALUE_KINDS names every protocol of the registry and every shared kind (poplar1), and only those", async () => {
   const { VALUE_KINDS } = await import("../dist/types.js");
-  const { PROTOCOLS } = await import("../dist/protocols/index.js");
-  assert.deepEqual(Object.keys(VALUE_KINDS).sort(), Object.keys(PROTOCOLS).sort());
+  const { PROTOCOLS, SHARED_KINDS } = await import("../dist/protocols/index.js");
+  assert.deepEqual(Object.keys(VALUE_KINDS).sort(), [...Object.keys(PROTOCOLS), ...SHARED_KINDS.map((e) => e.name)].sort());
 });

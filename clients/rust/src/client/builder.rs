@@ -57,7 +57,7 @@ pub struct ClientBuilder {
     max_outbox_bytes: u64,
     /// The tasks given, by metric, each read when given (its error kept for `build`).
     #[cfg(feature = "prio")]
-    tasks: Vec<(String, Result<crate::dap::TaskFile>)>,
+    tasks: Vec<(String, Result<crate::dap::AnyTaskFile>)>,
 }
 
 impl ClientBuilder {
@@ -117,23 +117,28 @@ impl ClientBuilder {
     /// ```
     ///
     /// [`RefusalCode::TrustModel`]: crate::RefusalCode::TrustModel
+    ///
+    /// A `poplar1` metric's task is a Poplar1 task (feature `poplar1`): a
+    /// `dap::Poplar1TaskFile` (or an [`AnyTaskFile`](crate::dap::AnyTaskFile)) whose
+    /// `bits` and `max_candidates` are the spec's, of the same metric, window, trust model and reports a window.
     #[cfg(feature = "prio")]
-    pub fn task(mut self, metric: &str, task: crate::dap::TaskFile) -> Self {
-        self.tasks.push((metric.to_string(), Ok(task)));
+    pub fn task(mut self, metric: &str, task: impl Into<crate::dap::AnyTaskFile>) -> Self {
+        self.tasks.push((metric.to_string(), Ok(task.into())));
         self
     }
 
-    /// [`ClientBuilder::task`] with the task file's JSON text; a file that does not parse is refused by
+    /// [`ClientBuilder::task`] with the task file's JSON text, a Prio3 or a Poplar1 task's
+    /// ([`AnyTaskFile::parse`](crate::dap::AnyTaskFile::parse)); a file that does not parse is refused by
     /// [`ClientBuilder::build`].
     #[cfg(feature = "prio")]
     pub fn task_json(mut self, metric: &str, text: &str) -> Self {
-        self.tasks.push((metric.to_string(), crate::dap::TaskFile::parse(text)));
+        self.tasks.push((metric.to_string(), crate::dap::AnyTaskFile::parse(text)));
         self
     }
 
     /// The tasks given, each checked against `spec`.
     #[cfg(feature = "prio")]
-    fn checked_tasks(tasks: Vec<(String, Result<crate::dap::TaskFile>)>, spec: &CollectionSpec) -> Result<Tasks> {
+    fn checked_tasks(tasks: Vec<(String, Result<crate::dap::AnyTaskFile>)>, spec: &CollectionSpec) -> Result<Tasks> {
         let mut out = HashMap::new();
         for (metric, file) in tasks {
             let file = file.map_err(|e| Error::value(format!("the task given for metric {metric:?}: {e}")))?;

@@ -180,7 +180,7 @@ impl Outbox for TelemetryClient {
         let (task_id, body) = super::dap::parse_dap_line(&head.line).ok_or_else(|| {
             Error::Ledger(format!("the client's state is damaged: outbox report {} is no DAP report line", head.id))
         })?;
-        let url = format!("{}/tasks/{task_id}/reports", task.file().leader_url.trim_end_matches('/'));
+        let url = format!("{}/tasks/{task_id}/reports", task.leader_url().trim_end_matches('/'));
         Ok(Some(DapUpload { id: head.id, url, body }))
     }
 

@@ -187,7 +187,10 @@ pub unsafe extern "C" fn ldp_client_record_double(
     guard(|| record(client, metric, crate::value::real_value(value), id))
 }
 
-/// Records a string (`value`, `len` bytes of UTF-8: a label, a word, a URL).
+/// Records a string (`value`, `len` bytes of UTF-8: a label, a word, a URL). A `poplar1` metric's value (a string
+/// shared exactly with two aggregators; its Poplar1 task given with `ldp_client_add_task`) is at most `bits / 8`
+/// bytes and does not end in a NUL byte: refused otherwise, `LDP_VALUE_ERROR` with code `value_too_long` or
+/// `not_in_alphabet` (`"char": "\u0000"`), nothing charged.
 ///
 /// # Safety
 /// Pointers valid as documented.

@@ -13,7 +13,7 @@ use super::last_error::guard;
 use super::marshal::{c_bytes, out, out_ptr};
 use super::sharding::measurement;
 use super::{LdpClient, LdpStatus};
-use crate::dap::{ReportBuilder, TaskFile};
+use crate::dap::{AnyTaskFile, ReportBuilder, TaskFile};
 use crate::error::Error;
 use crate::prio3::Prio3Type;
 
@@ -146,9 +146,12 @@ pub unsafe extern "C" fn ldp_dap_task_report_with_random(
 /// to the ledger (the spec's `per_report` for `two-aggregator`, the protocol's ε for `two-aggregator+local`; at
 /// most the task's `reports_per_window` reports a window), made into a DAP-09 report sealed to both aggregators, and
 /// queued; `ldp_client_upload` sends it to the task's leader. A task given again replaces the first (rotated keys).
-/// Refused (`LDP_VALUE_ERROR`, the message naming the member), nothing changed: a document that is no task file, a
-/// metric that is no two-aggregator metric of the client's spec, a task that is not the metric's under the spec
-/// (window, trust model, Prio3 type and parameters, reports a window, local protocol), no `hpke_configs`. The task
+/// A `poplar1` metric's task is a Poplar1 task (`"vdaf": {"type": "Poplar1", "bits": …, "max_candidates": …}`;
+/// a library built with the feature "poplar1"): its values are strings (`ldp_client_record_string`, or a JSON
+/// string), each shared exactly as a Poplar1 report. Refused (`LDP_VALUE_ERROR`, the message naming the member),
+/// nothing changed: a document that is no task file, a metric that is no two-aggregator metric of the client's
+/// spec, a task that is not the metric's under the spec (window, trust model, VDAF and its parameters, reports a
+/// window, local protocol), no `hpke_configs`, a Poplar1 task in a library without the feature "poplar1". The task
 /// is the client handle's, not the state folder's: give it each time the client is opened.
 ///
 /// # Safety
@@ -160,8 +163,8 @@ pub unsafe extern "C" fn ldp_client_add_task(client: *const LdpClient, json: *co
         let c = handle(client, "client")?;
         let text = std::str::from_utf8(c_bytes(json, len, "json")?)
             .map_err(|_| Error::value("a task file is UTF-8 JSON text"))?;
-        let file = TaskFile::parse(text)?;
-        let metric = file.metric.clone();
+        let file = AnyTaskFile::parse(text)?;
+        let metric = file.metric().to_string();
         c.client.add_task(&metric, file)
     })
 }

@@ -12,6 +12,7 @@ pub(crate) mod memoized;
 pub mod multi;
 pub mod numeric;
 pub mod pem;
+pub mod poplar1_strings;
 pub mod projective_geometry;
 pub mod projective_layout;
 pub mod projective_space;
@@ -68,6 +69,15 @@ pub const NOT_YET: &[&str] = &[];
 /// The protocol called `name`, if this client implements it.
 pub fn get(name: &str) -> Option<&'static Protocol> {
     ALL.iter().copied().find(|p| p.name == name)
+}
+
+/// The protocol a spec's metric may name `name`: one of the registry's ([`get`]), or the string kind of the
+/// two-aggregator mode, `poplar1` ([`poplar1_strings`]), which has no local randomizer and so is not in it.
+pub fn metric_kind(name: &str) -> Option<&'static Protocol> {
+    if name == poplar1_strings::NAME {
+        return Some(&poplar1_strings::POPLAR1);
+    }
+    get(name)
 }
 
 /// The names of every protocol implemented here, sorted.

@@ -10,6 +10,11 @@
  *                                   ldp_poplar1_dap_report_with_random of the last client (the configs in DAP's
  *                                   encoding); prints "report\t<report id>\t<report>" in hex, or a refusal
  *       rand_len LEADER_HEX HELPER_HEX   ldp_poplar1_dap_report_rand_len: "rand_len\t<n>" or a refusal
+ *       spec SPEC_JSON              ldp_spec_parse, then ldp_client_open_memory of it: "spec\tok" or a refusal
+ *       task TASK_JSON              ldp_client_add_task of that client: "task\tok" or a refusal
+ *       record METRIC VALUE_HEX     ldp_client_record_string of the value's bytes: "recorded\t<pending>" (the
+ *                                   client's pending reports after it) or a refusal
+ *       recordjson METRIC VALUE_JSON   ldp_client_record_json: the same
  *     a refusal is "refused\t<status>\t<type>\t<code>\t<fields>\t<message>", as tests/c/prio3.c prints it.
  *   poplar1 --selftest  the boundary: null pointers, handles of the wrong kind, bad lengths, sharding from the OS
  *                    generator; prints "selftest: N passed, M failed".
@@ -66,10 +71,51 @@ static void rand_len_record(const LdpPoplar1 *client, char **fields) {
     free(helper);
 }
 
-/* One record of the case file; `state` is the last client (an LdpPoplar1 *). An unknown record stops the replay. */
+/* What a replay holds: the last Poplar1 client, and the last spec and its telemetry client. */
+struct replay {
+    LdpPoplar1 *poplar1;
+    LdpSpec *spec;
+    LdpClient *client;
+};
+
+static void spec_record(struct replay *r, const char *json) {
+    LdpStatus s;
+    ldp_client_free(r->client);
+    ldp_spec_free(r->spec);
+    r->client = NULL;
+    r->spec = NULL;
+    s = ldp_spec_parse((const uint8_t *)json, strlen(json), &r->spec);
+    if (s == LDP_OK) s = ldp_client_open_memory(r->spec, NULL, &r->client);
+    if (s == LDP_OK) printf("spec\tok\n");
+    else print_refusal(s);
+}
+
+/* A value recorded (its bytes a string, or JSON text): the pending reports after it, or the refusal. */
+static void value_record(const LdpClient *client, const char *metric, const char *value, int json) {
+    size_t len;
+    uint64_t pending = 0;
+    uint8_t *bytes = json ? NULL : parse_hex(value, &len);
+    LdpStatus s = json ? ldp_client_record_json(client, metric, (const uint8_t *)value, strlen(value), NULL)
+                       : ldp_client_record_string(client, metric, bytes, len, NULL);
+    if (s == LDP_OK) s = ldp_client_pending(client, &pending);
+    if (s == LDP_OK) printf("recorded\t%lu\n", (unsigned long)pending);
+    else print_refusal(s);
+    free(bytes);
+}
+
+/* One record of the case file; `state` is the replay (struct replay *). An unknown record stops the replay. */
 static int record(char **fields, int n, void *state) {
-    LdpPoplar1 **client = state;
-    if (strcmp(fields[0], "client") == 0 && n == 3) {
+    struct replay *r = state;
+    LdpPoplar1 **client = &r->poplar1;
+    if (strcmp(fields[0], "spec") == 0 && n == 2) {
+        spec_record(r, fields[1]);
+    } else if (strcmp(fields[0], "task") == 0 && n == 2) {
+        LdpStatus s = ldp_client_add_task(r->client, (const uint8_t *)fields[1], strlen(fields[1]));
+        if (s == LDP_OK) printf("task\tok\n");
+        else print_refusal(s);
+    } else if ((strcmp(fields[0], "record") == 0 || strcmp(fields[0], "recordjson") == 0) && n == 3) {
+        value_record(r->client, fields[1], fields[2], strcmp(fields[0], "recordjson") == 0);
+    } else if (strcmp(fields[0], "client") == 0 && n == 3) {
         size_t ctx_len;
         uint8_t *ctx = parse_hex(fields[2], &ctx_len);
         LdpStatus s;
@@ -93,9 +139,11 @@ static int record(char **fields, int n, void *state) {
 }
 
 static int replay(const char *path) {
-    LdpPoplar1 *client = NULL;
-    int status = replay_file(path, record, &client);
-    ldp_poplar1_free(client);
+    struct replay r = {NULL, NULL, NULL};
+    int status = replay_file(path, record, &r);
+    ldp_poplar1_free(r.poplar1);
+    ldp_client_free(r.client);
+    ldp_spec_free(r.spec);
     return status;
 }
 

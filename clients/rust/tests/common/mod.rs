@@ -1,17 +1,22 @@
 //! Shared helpers of the integration tests: the conformance vectors, as serde_json reads them, building C
 //! programs ([`cc`]), reading an HTTP request in the local collectors ([`http`]), CPU load ([`load`]), the prio
 //! crate's Prio3 test vectors (`prio3` and `prio_source`, feature `prio`), VDAF draft 08's aggregators (`vdaf08`),
-//! and a client with reports waiting ([`grr_client`]).
+//! Poplar1's aggregators and task files (`poplar1`, feature `poplar1`),
+//! a client with reports waiting ([`grr_client`]), and the replay of a spec fixture of `conformance/specs/`
+//! ([`spec_replay`]).
 
 #![allow(dead_code)]
 
 pub mod cc;
 pub mod http;
 pub mod load;
+#[cfg(feature = "poplar1")]
+pub mod poplar1;
 #[cfg(feature = "prio")]
 pub mod prio3;
 #[cfg(feature = "prio")]
 pub mod prio_source;
+pub mod spec_replay;
 #[cfg(feature = "prio")]
 pub mod vdaf08;
 

@@ -1,8 +1,8 @@
 /**
  * `ldp-telemetry-client/dap`: two-aggregator metrics (a spec's `trust` `two-aggregator` or `two-aggregator+local`)
  * in a browser or Node app. Each report is a DAP-09 report made by the native client's Rust code compiled to
- * WebAssembly (`wasm/`: Prio3 of VDAF draft 18 or 08 through the `prio` crate, HPKE through the `hpke` crate; no
- * cryptography is written in TypeScript), its randomness from `crypto.getRandomValues`; charged to the device's
+ * WebAssembly (`wasm/`: Prio3 of VDAF draft 18 or 08, and Poplar1 of draft 18 for the `poplar1` string metrics,
+ * through the `prio` crate, HPKE through the `hpke` crate; no cryptography is written in TypeScript), its randomness from `crypto.getRandomValues`; charged to the device's
  * ledger and kept in its outbox like any other report, and sent to its task's leader by `TelemetryClient.upload`
  * (or `uploadReports`).
  *
@@ -21,15 +21,17 @@
  * the spec's `per_report`; the metric's per-window cap on the device is k such charges, k the task's
  * `reports_per_window` (one when the spec caps none).
  */
-import init, { DapTask } from "./wasm/ldp_dap.js";
+import init, { DapTask, Poplar1Task } from "./wasm/ldp_dap.js";
 import type { TwoAggregatorMetric, TwoAggregatorMetrics } from "../dap-hooks.js";
 import type { CollectionSpec } from "../spec.js";
 import {
   TwoAggregatorTask, checkTask, dapLine, deviceWindowCap, measurement, prio3Fit, reportCharge, reportTime,
 } from "./metric.js";
+import { Poplar1TaskFile, isPoplar1, poplar1Metric } from "./poplar1.js";
 import { uploadReports } from "./upload.js";
 
 export type { TwoAggregatorTask } from "./metric.js";
+export type { Poplar1TaskFile } from "./poplar1.js";
 export { DAP_MEDIA_TYPE, GONE, refusalCode } from "./upload.js";
 
 let loaded: Promise<unknown> | null = null;
@@ -59,11 +61,15 @@ export interface DapTaskFile extends TwoAggregatorTask {
   reportWithRandom(measurement: number[], time: number, reportId: Uint8Array, rand: Uint8Array): Uint8Array;
 }
 
+function requireLoaded(): void {
+  if (loaded === null) throw new Error("call loadDap() first: the two-aggregator reports are made by WebAssembly");
+}
+
 /** The task of a task file's JSON text (what `ldp collect task --leader-config … --helper-config …` wrote), after
  * `loadDap`: its members, and `report(measurement, time)`, the DAP-09 report's bytes. A malformed file, or one
  * without both aggregators' configs, throws an `Error` saying which member. */
 export function dapTask(taskFileText: string): DapTaskFile {
-  if (loaded === null) throw new Error("call loadDap() first: the two-aggregator reports are made by WebAssembly");
+  requireLoaded();
   const t = new DapTask(taskFileText);
   return {
     taskId: t.taskId, metric: t.metric, leaderUrl: t.leaderUrl, trust: t.trust, windowSeconds: t.windowSeconds,
@@ -75,15 +81,45 @@ export function dapTask(taskFileText: string): DapTaskFile {
   };
 }
 
-/** The spec's two-aggregator metrics with their tasks (`tasks`: per metric, its task file's text or a
- * `dapTask`), each checked against the spec (a `RangeError` naming the first difference): what
- * `TelemetryClient.open(spec, store, { twoAggregator })` takes. */
+/** A Poplar1 task as `poplar1Task` gives it: with `reportWithRandom`, the report of given randomness (`randLength`
+ * bytes, and a 16-byte report ID), for tests only: randomness used twice breaks the string's privacy. */
+export interface Poplar1TaskFileWithRandom extends Poplar1TaskFile {
+  readonly randLength: number;
+  reportWithRandom(packed: Uint8Array, time: number, reportId: Uint8Array, rand: Uint8Array): Uint8Array;
+}
+
+/** The Poplar1 task of a task file's JSON text (`ldp collect task` of a `poplar1` metric, with both aggregators'
+ * configs), after `loadDap`: its members, and `report(packed, time)`, the DAP-09 report's bytes. A malformed file,
+ * one of another VDAF, or one without both aggregators' configs, throws an `Error` saying which member. */
+export function poplar1Task(taskFileText: string): Poplar1TaskFileWithRandom {
+  requireLoaded();
+  const t = new Poplar1Task(taskFileText);
+  return {
+    taskId: t.taskId, metric: t.metric, leaderUrl: t.leaderUrl, windowSeconds: t.windowSeconds,
+    timePrecision: t.timePrecision, reportsPerWindow: t.reportsPerWindow, bits: t.bits,
+    maxCandidates: t.maxCandidates, randLength: t.randLength,
+    report: (packed: Uint8Array, time: number) => t.report(packed, time),
+    reportWithRandom: (packed: Uint8Array, time: number, id: Uint8Array, rand: Uint8Array) =>
+      t.reportWithRandom(packed, time, id, rand),
+  };
+}
+
+/** The spec's two-aggregator metrics with their tasks (`tasks`: per metric, its task file's text, a `dapTask` or,
+ * for a `poplar1` metric, a `poplar1Task`), each checked against the spec (a `RangeError` naming the first
+ * difference; a task file of another VDAF than the metric's, an `Error`): what `TelemetryClient.open(spec, store,
+ * { twoAggregator })` takes. */
 export function twoAggregatorMetrics(spec: CollectionSpec,
-  tasks: Readonly<Record<string, string | TwoAggregatorTask>>): TwoAggregatorMetrics {
+  tasks: Readonly<Record<string, string | TwoAggregatorTask | Poplar1TaskFile>>): TwoAggregatorMetrics {
   const metrics = new Map<string, TwoAggregatorMetric>(), leaders = new Map<string, string>();
   for (const [name, given] of Object.entries(tasks)) {
     if (!spec.metrics.has(name)) throw new RangeError(`tasks: no metric ${JSON.stringify(name)} in the spec`);
-    const task = typeof given === "string" ? dapTask(given) : given;
+    if (isPoplar1(spec.metric(name).params)) {
+      const task = typeof given === "string" ? poplar1Task(given) : given as Poplar1TaskFile;
+      metrics.set(name, poplar1Metric(spec, name, task));
+      leaders.set(task.taskId, task.leaderUrl);
+      continue;
+    }
+    const task = typeof given === "string" ? dapTask(given) : given as TwoAggregatorTask;
     checkTask(spec, name, task);
     const m = spec.metric(name), fit = prio3Fit(m.params)!, local = m.trust === "two-aggregator+local";
     leaders.set(task.taskId, task.leaderUrl);

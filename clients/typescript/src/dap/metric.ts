@@ -100,12 +100,17 @@ export function checkTask(spec: CollectionSpec, metric: string, task: TwoAggrega
     throw new RangeError(`tasks: ${JSON.stringify(metric)} is no two-aggregator metric of collection ${JSON.stringify(spec.name)}`);
   }
   const local = m.trust === "two-aggregator+local" ? { protocol: m.params.protocol, params: m.params.toDict() } : null;
-  const want: Array<[string, unknown, unknown]> = [
+  sameTask(spec, metric, [
     ["metric", metric, task.metric], ["window_seconds", spec.windowSeconds, task.windowSeconds],
     ["trust", m.trust, task.trust], ["vdaf", fit.vdaf, task.vdafType], ["length", fit.length, task.length],
     ["reports_per_window", reportsPerWindow(spec, metric), task.reportsPerWindow],
     ["local", sortedJson(local), sortedJson(task.localJson === undefined ? null : JSON.parse(task.localJson))],
-  ];
+  ]);
+}
+
+/** Throws a `RangeError` naming the first member `[name, the spec's, the task's]` of `want` in which the task given
+ * for `metric` is not its task under `spec` (Python's `device_task`). */
+export function sameTask(spec: CollectionSpec, metric: string, want: ReadonlyArray<readonly [string, unknown, unknown]>): void {
   for (const [name, spec_, given] of want) {
     if (spec_ !== given) {
       throw new RangeError(`the task given for metric ${JSON.stringify(metric)} is not its task under spec ` +

@@ -134,6 +134,13 @@ function asNumbers(v: unknown): unknown {
  */
 export abstract class ProtocolParams {
   abstract readonly protocol: string;
+  /** `false` for a kind whose devices share the exact value with a VDAF between two aggregators (`poplar1`): no
+   * local randomizer, its `privacyCost` refused (no local ε bounds it). Absent: the protocol randomizes. */
+  declare readonly localRandomizer?: false;
+  /** Why a metric of these parameters may not name the trust model `trust` (the spec's `.trust` error, its text
+   * ending in `, got …`), `undefined` when it may. Absent: any model, the two-aggregator ones when the protocol fits
+   * in Prio3 (the spec's own rule). */
+  trustRefusal?(trust: string): string | undefined;
   readonly values: Readonly<ParamsDict>;
   private fp: string | undefined;
 

@@ -6,8 +6,16 @@
  */
 import type { ProtocolEntry } from "../encoders/base.js";
 import * as entries from "./entries.js";
+import { poplar1 } from "./poplar1.js";
 
 export * from "./entries.js";
+export { poplar1 };
+
+/** The metric kinds without a local randomizer (Python's `ldp.spec.kinds.shared_kinds`): `poplar1`, whose devices
+ * share the exact string with Poplar1 between two aggregators (`ldp-telemetry-client/dap`). Not in `ALL_PROTOCOLS`
+ * (they make no local report: no report vectors, no audit); the main entry's `CollectionSpec` knows them, a `lite`
+ * page names them in `SpecOptions.protocols` as it names protocols. */
+export const SHARED_KINDS: readonly ProtocolEntry[] = /* @__PURE__ */ Object.freeze([poplar1 as ProtocolEntry]);
 
 /** Every protocol entry of this client (in the order of their export names). */
 export const ALL_PROTOCOLS: readonly ProtocolEntry[] = /* @__PURE__ */ Object.freeze(

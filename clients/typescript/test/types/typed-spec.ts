@@ -15,6 +15,8 @@ const SPEC = {
       budget: { per_report: 3 } },
     shared: { protocol: "grr", params: { epsilon: 1, domain_size: 2 }, budget: { per_report: 1 }, trust: "two-aggregator" },
     shuffled: { protocol: "grr", params: { epsilon: 1, domain_size: 2 }, budget: { per_report: 1 }, trust: "shuffle" },
+    words: { protocol: "poplar1", params: { bits: 64, threshold: 20, max_candidates: 1024 }, budget: { per_report: 1 },
+      trust: "two-aggregator" },
   },
 } as const;
 
@@ -29,6 +31,9 @@ export async function fromConst(): Promise<void> {
   await client.record("shared", 1); // trust "two-aggregator": its protocol's values (recorded given its task)
   // @ts-expect-error: not a value of the two-aggregator metric's protocol
   await client.record("shared", "x");
+  await client.record("words", "new-word"); // poplar1: a string (recorded given its task)
+  // @ts-expect-error: poplar1 records strings
+  await client.record("words", 5);
   // @ts-expect-error: not a label of the metric
   await client.record("theme", "blue");
   // @ts-expect-error: not a metric of the spec
@@ -56,6 +61,9 @@ export async function fromGenerated(spec: CollectionSpec): Promise<void> {
   await client.record("shared", 0); // trust "two-aggregator+local": its protocol's values
   // @ts-expect-error: not a value of the two-aggregator metric's protocol
   await client.record("shared", "zero");
+  await client.record("words", "new-word");
+  // @ts-expect-error: poplar1 records strings
+  await client.record("words", null);
   // @ts-expect-error: not a label of the metric
   await client.record("app_category", "sport");
   // @ts-expect-error: a number metric

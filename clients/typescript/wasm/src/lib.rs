@@ -1,8 +1,9 @@
 //! The two-aggregator entry of the TypeScript client (`ldp-telemetry-client/dap`): the native client's
 //! [`TaskFile`] and [`ReportBuilder`] compiled to WebAssembly, so that a browser or Node app makes the same DAP-09
 //! reports, through the same Prio3 code (the `prio` crate: VDAF draft 18, and draft 08 through its 0.16.8 release)
-//! and the same HPKE (the `hpke` crate), as the native and Python clients. Nothing of the cryptography is written
-//! here: this crate moves bytes between JavaScript and those crates.
+//! and the same HPKE (the `hpke` crate), as the native and Python clients; and its `Poplar1ReportBuilder` for the
+//! spec's `poplar1` string metrics ([`poplar1::Poplar1Task`]). Nothing of the cryptography is written here: this
+//! crate moves bytes between JavaScript and those crates.
 //!
 //! Randomness (report IDs, sharding seeds, ephemeral keys) comes from `crypto.getRandomValues`, through getrandom's
 //! JavaScript backend, at each report; [`DapTask::report_with_random`] takes it from the caller, for test vectors
@@ -12,6 +13,8 @@ use ldp_client::dap::{ReportBuilder, TaskFile, REPORT_ID_LEN};
 use ldp_client::prio3::{Measurement, Prio3Type};
 use wasm_bindgen::prelude::*;
 
+mod poplar1;
+
 /// A two-aggregator task as a device holds it: its task file, parsed and checked, and the builder of its reports.
 #[wasm_bindgen]
 pub struct DapTask {
@@ -19,7 +22,7 @@ pub struct DapTask {
     builder: ReportBuilder,
 }
 
-fn js_error(e: ldp_client::Error) -> JsError {
+pub(crate) fn js_error(e: ldp_client::Error) -> JsError {
     JsError::new(&e.message())
 }
 
@@ -137,11 +140,8 @@ impl DapTask {
         rand: &[u8],
     ) -> Result<Vec<u8>, JsError> {
         let m = self.measurement(measurement)?;
-        let id: &[u8; REPORT_ID_LEN] = report_id
-            .try_into()
-            .map_err(|_| JsError::new(&format!("a report ID is {REPORT_ID_LEN} bytes")))?;
         self.builder
-            .build_with_random(&m, seconds(time)?, id, rand)
+            .build_with_random(&m, seconds(time)?, self::report_id(report_id)?, rand)
             .and_then(|r| r.encode())
             .map_err(js_error)
     }
@@ -194,7 +194,13 @@ fn integer(v: f64) -> Result<u64, JsError> {
     }
 }
 
-fn seconds(time: f64) -> Result<u64, JsError> {
+/// A report ID the caller gives: 16 bytes.
+pub(crate) fn report_id(id: &[u8]) -> Result<&[u8; REPORT_ID_LEN], JsError> {
+    id.try_into()
+        .map_err(|_| JsError::new(&format!("a report ID is {REPORT_ID_LEN} bytes")))
+}
+
+pub(crate) fn seconds(time: f64) -> Result<u64, JsError> {
     integer(time.floor())
         .map_err(|_| JsError::new(&format!("a report's time is Unix seconds, got {time}")))
 }

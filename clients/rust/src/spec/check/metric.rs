@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::{compact, kind, num_text, Checker};
 use crate::error::Error;
 use crate::params::ProtocolParams;
-use crate::protocols;
+use crate::protocols::{self, poplar1_strings};
 use crate::spec::{
     is_metric_name, join, otel, Budget, MetricSpec, TrustModel, MAX_MIN_REPORTS, MAX_TARGET_WINDOWS, PRIO3_FITS,
 };
@@ -49,7 +49,7 @@ impl Checker {
     }
 
     fn params(&mut self, protocol_name: &Value, raw: &Value, path: &str) -> Option<Arc<dyn ProtocolParams>> {
-        let entry = protocol_name.as_str().and_then(protocols::get);
+        let entry = protocol_name.as_str().and_then(protocols::metric_kind);
         let Some(entry) = entry else {
             let shown = num_text(protocol_name);
             let not_yet = match protocol_name.as_str() {
@@ -58,9 +58,12 @@ impl Checker {
                 }
                 _ => String::new(),
             };
+            let mut known = protocols::names();
+            known.push(poplar1_strings::NAME); // the kinds a metric may name: the local protocols and poplar1
+            known.sort_unstable();
             self.fail(
                 &join(path, "protocol"),
-                format!("unknown protocol {shown} (known: {}){not_yet}", protocols::names().join(", ")),
+                format!("unknown protocol {shown} (known: {}){not_yet}", known.join(", ")),
             );
             return None;
         };
@@ -75,8 +78,11 @@ impl Checker {
             Ok(p) => Some(p),
             Err(Error::Refusal(r)) => {
                 // A refusal of one parameter is reported at its path (`params.epsilon`), any other at `params`.
-                let param =
-                    r.field("param").and_then(Value::as_str).filter(|n| entry.table.iter().any(|row| row.name == *n));
+                let param = r
+                    .field("param")
+                    .and_then(Value::as_str)
+                    .or_else(|| relation_param(&r))
+                    .filter(|n| entry.table.iter().any(|row| row.name == *n));
                 match param {
                     Some(n) => self.fail(&join(&ppath, n), r.to_string()),
                     None => self.fail(&ppath, r.to_string()),
@@ -197,7 +203,14 @@ impl Checker {
                 let shown = value.map(compact).unwrap_or_default();
                 self.fail(path, format!("must be one of {}, got {shown}", names.join(", ")));
             }
-            (Some(t), Some(p)) if t.two_aggregator() && !PRIO3_FITS.contains(&p.protocol()) => self.fail(
+            (Some(t), Some(p)) if p.protocol() == poplar1_strings::NAME && t != TrustModel::TwoAggregator => self.fail(
+                path,
+                format!(
+                    "must be two-aggregator for poplar1 (its devices share the exact value: no local randomizer), got {}",
+                    value.map_or_else(|| compact(&Value::from("local")), compact)
+                ),
+            ),
+            (Some(t), Some(p)) if t.two_aggregator() && !fits_two_aggregators(p.protocol()) => self.fail(
                 path,
                 format!(
                     "{} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): no two-aggregator mode for it",
@@ -208,4 +221,18 @@ impl Checker {
         }
         trust
     }
+}
+
+/// The parameter a relation refusal `r` is reported at when Python words it starting with that parameter's name
+/// (its path then `params.<name>`, not `params`): `poplar1`'s `whole_bytes` (`bits`).
+fn relation_param(r: &crate::error::Refusal) -> Option<&'static str> {
+    match r.field("rule").and_then(Value::as_str) {
+        Some(poplar1_strings::WHOLE_BYTES) => Some("bits"),
+        _ => None,
+    }
+}
+
+/// Whether `protocol` has a two-aggregator mode: one whose reports fit in Prio3, or Poplar1's strings.
+fn fits_two_aggregators(protocol: &str) -> bool {
+    PRIO3_FITS.contains(&protocol) || protocol == poplar1_strings::NAME
 }

@@ -46,7 +46,8 @@ import java.util.logging.Logger
  *
  * A two-aggregator metric (the spec's `trust` `two-aggregator` or `two-aggregator+local`) is recorded with its task
  * ([tasks], metric name to a [io.github.ldptelemetry.client.dap.DapTask] of the task file `ldp collect task` wrote,
- * each checked against the spec here: an [IllegalArgumentException] naming the first difference): each report a
+ * or a [io.github.ldptelemetry.client.dap.Poplar1Task] for a `poplar1` metric, whose strings are shared exactly; each
+ * checked against the spec here: an [IllegalArgumentException] naming the first difference): each report a
  * DAP-09 report sealed to the task's two aggregators, charged [CollectionSpec.reportCharge] and held to the task's k
  * reports a window ([CollectionSpec.deviceWindowCap]), kept in the same outbox, and sent to the task's leader by the
  * [io.github.ldptelemetry.client.upload.Uploader] (docs/kotlin-client.md, "Two-aggregator reports"). Without its

@@ -4,6 +4,7 @@ import io.github.ldptelemetry.client.PrivacyCost
 import io.github.ldptelemetry.client.internal.Bytes
 import io.github.ldptelemetry.client.internal.Json
 import io.github.ldptelemetry.client.internal.Refuse
+import io.github.ldptelemetry.client.protocols.Poplar1Params
 import io.github.ldptelemetry.client.protocols.Prepared
 import io.github.ldptelemetry.client.protocols.Protocols
 import io.github.ldptelemetry.client.random.BitMask
@@ -31,16 +32,20 @@ internal enum class Prio3Fit(val vdaf: String, val field: String, val protocols:
 /**
  * A two-aggregator metric of a [io.github.ldptelemetry.client.TelemetryClient] (Python's `DapEncoder` and
  * `device_task`, `ldp/client/dap.py`): its [task], checked against the spec when made (an [IllegalArgumentException]
- * naming the first difference: the metric, window, trust model, Prio3 type, reports a window, local protocol, Prio3
- * parameters), what one report costs ([charge], [CollectionSpec.reportCharge]), and the outbox line of a charged
- * report ([line]).
+ * naming the first difference: the metric, window, trust model, VDAF type, reports a window, local protocol, Prio3
+ * parameters, or for the `poplar1` kind a Poplar1 task's bits and max_candidates), what one report costs ([charge],
+ * [CollectionSpec.reportCharge]), and the outbox line of a charged report ([line]).
  */
 internal class DapMetric(spec: CollectionSpec, val metric: String, val task: TwoAggregatorTask) {
     private val m = spec.metric(metric)
-    private val fit = Prio3Fit.of(m.params.protocol)
+
+    /** The `poplar1` metric kind's parameters (strings: a Poplar1 task), else null (a Prio3 task). */
+    private val poplar1 = m.params as? Poplar1Params
+    private val fit = if (poplar1 != null) null else Prio3Fit.of(m.params.protocol)
         ?: throw IllegalArgumentException("tasks: ${Refuse.quote(metric)} does not fit in Prio3")
+    private val vdaf = fit?.vdaf ?: POPLAR1
     private val local = m.trust == TrustModel.TWO_AGGREGATOR_LOCAL
-    private val length = m.params.schema[0].size.let { if (fit == Prio3Fit.COUNT) 1L else it }
+    private val length = poplar1?.bits?.toLong() ?: m.params.schema[0].size.let { if (fit == Prio3Fit.COUNT) 1L else it }
 
     /** What one report costs the ledger. */
     val charge: PrivacyCost = spec.reportCharge(metric)
@@ -49,13 +54,21 @@ internal class DapMetric(spec: CollectionSpec, val metric: String, val task: Two
         val wantLocal = if (local) linkedMapOf("protocol" to m.params.protocol, "params" to m.params.toDict()) else null
         val want = listOf(
             Triple("metric", metric, task.metric), Triple("window_seconds", spec.windowSeconds, task.windowSeconds),
-            Triple("trust", m.trust.value, task.trust), Triple("vdaf", fit.vdaf, task.vdafType),
+            Triple("trust", m.trust.value, task.trust), Triple("vdaf", vdaf, task.vdafType),
             Triple("reports_per_window", spec.reportsPerWindow(metric), task.reportsPerWindow),
         )
         for ((key, ours, theirs) in want) if (ours != theirs) mismatch(spec, key, Refuse.show(theirs), Refuse.show(ours))
         if (!sameLocal(task.localJson)) mismatch(spec, "local", task.localJson ?: "null", wantLocal?.let { Json.write(it) } ?: "null")
+        if (poplar1 != null) {
+            if (task.length.toLong() != length || task.maxCandidates != poplar1.maxCandidates) {
+                throw IllegalArgumentException(
+                    "the task given for metric ${Refuse.quote(metric)} has Poplar1 parameters (bits ${task.length}, " +
+                        "max_candidates ${task.maxCandidates}), the spec's metric (bits $length, max_candidates ${poplar1.maxCandidates})",
+                )
+            }
+        }
         val maxMeasurement = if (fit == Prio3Fit.SUM_VEC) 1L else null
-        if (task.length.toLong() != length || task.maxMeasurement != maxMeasurement) {
+        if (poplar1 == null && (task.length.toLong() != length || task.maxMeasurement != maxMeasurement)) {
             throw IllegalArgumentException(
                 "the task given for metric ${Refuse.quote(metric)} has Prio3 parameters (length ${task.length}, " +
                     "max_measurement ${task.maxMeasurement}), the spec's metric (length $length, max_measurement $maxMeasurement)",
@@ -85,9 +98,14 @@ internal class DapMetric(spec: CollectionSpec, val metric: String, val task: Two
         }
     }
 
-    /** The Prio3 measurement of [prepared]: with local noise inside, the randomized report's field (this draws the
-     * noise); without, the exact value: its index, or one-hot for Prio3SumVec. */
+    /** The VDAF measurement of [prepared]: for Poplar1, the string's bits (the first the most significant bit of its
+     * first byte); for Prio3 with local noise inside, the randomized report's field (this draws the noise); without,
+     * the exact value: its index, or one-hot for Prio3SumVec. */
     fun measurement(prepared: Prepared): LongArray {
+        if (fit == null) {
+            val bytes = prepared.value as ByteArray // Poplar1Params.measurement: bits / 8 bytes
+            return LongArray(length.toInt()) { ((bytes[it / 8].toInt() ushr (7 - it % 8)) and 1).toLong() }
+        }
         if (local) {
             return when (val v = prepared.randomize()[fit.field]) {
                 is BitMask -> LongArray(v.size) { if (v[it]) 1L else 0L }
@@ -121,6 +139,9 @@ internal class DapMetric(spec: CollectionSpec, val metric: String, val task: Two
         return DapLine.write(task.taskId, report)
     }
 }
+
+/** The VDAF of the `poplar1` metric kind's task. */
+private const val POPLAR1 = "Poplar1"
 
 /** The outbox line of a DAP report: `{"task_id":"<base64url>","report":"<base64url of the DAP-09 Report>"}`, as
  * Python's `dap_line`; and back. */

@@ -17,7 +17,7 @@ import io.github.ldptelemetry.client.internal.Json
  * throws an [IllegalStateException] saying which. Thread-safe; [close] frees the native task.
  */
 public class DapTask(taskFileJson: String) : TwoAggregatorTask, AutoCloseable {
-    private val native: LdpNative = load()
+    private val native: LdpNative = loadNative("prio")
     private var handle: com.sun.jna.Pointer?
 
     override val taskId: String
@@ -40,11 +40,11 @@ public class DapTask(taskFileJson: String) : TwoAggregatorTask, AutoCloseable {
     init {
         val bytes = taskFileJson.toByteArray(Charsets.UTF_8)
         val out = PointerByReference()
-        check(native.ldp_dap_task_new(bytes, bytes.size.toLong(), out), "the task file")
+        native.check(native.ldp_dap_task_new(bytes, bytes.size.toLong(), out), "the task file")
         handle = out.value
         val json = PointerByReference()
         val len = LongByReference()
-        check(native.ldp_dap_task_description(handle!!, json, len), "the task's description")
+        native.check(native.ldp_dap_task_description(handle!!, json, len), "the task's description")
         @Suppress("UNCHECKED_CAST")
         val d = Json.parse(String(json.value.bytes(len.value), Charsets.UTF_8)) as Map<String, Any?>
         taskId = d["task_id"] as String
@@ -69,8 +69,8 @@ public class DapTask(taskFileJson: String) : TwoAggregatorTask, AutoCloseable {
      * task's type refuses is an [IllegalArgumentException]. */
     override fun report(measurement: LongArray, time: Long): ByteArray = synchronized(this) {
         val out = PointerByReference()
-        check(native.ldp_dap_task_report(live(), measurement, measurement.size.toLong(), time, out), "the report")
-        reportBytes(out)
+        native.check(native.ldp_dap_task_report(live(), measurement, measurement.size.toLong(), time, out), "the report")
+        native.reportBytes(out)
     }
 
     /** [report] with the caller's 16-byte report ID and [randLength] bytes of randomness: the same inputs give the
@@ -78,9 +78,9 @@ public class DapTask(taskFileJson: String) : TwoAggregatorTask, AutoCloseable {
     public fun reportWithRandom(measurement: LongArray, time: Long, reportId: ByteArray, rand: ByteArray): ByteArray =
         synchronized(this) {
             val out = PointerByReference()
-            check(native.ldp_dap_task_report_with_random(live(), measurement, measurement.size.toLong(), time, reportId,
+            native.check(native.ldp_dap_task_report_with_random(live(), measurement, measurement.size.toLong(), time, reportId,
                 reportId.size.toLong(), rand, rand.size.toLong(), out), "the report")
-            reportBytes(out)
+            native.reportBytes(out)
         }
 
     public override fun close(): Unit = synchronized(this) {
@@ -89,35 +89,4 @@ public class DapTask(taskFileJson: String) : TwoAggregatorTask, AutoCloseable {
     }
 
     private fun live() = handle ?: throw IllegalStateException("this DapTask is closed")
-
-    private fun reportBytes(out: PointerByReference): ByteArray {
-        val report = out.value
-        try {
-            val bytes = PointerByReference()
-            val len = LongByReference()
-            check(native.ldp_dap_report_bytes(report, bytes, len), "the report's bytes")
-            return bytes.value.bytes(len.value)
-        } finally {
-            native.ldp_dap_report_free(report)
-        }
-    }
-
-    /** A native status other than 0 as an exception: the library's value and type errors as
-     * [IllegalArgumentException], anything else as [IllegalStateException], with its message. */
-    private fun check(status: Int, what: String) {
-        if (status == 0) return
-        val message = "$what: ${native.ldp_last_error_message()}"
-        throw if (status == 1 || status == 2) IllegalArgumentException(message) else IllegalStateException(message)
-    }
-
-    private companion object {
-        fun load(): LdpNative = try {
-            LdpNative.library
-        } catch (e: NoClassDefFoundError) {
-            throw IllegalStateException("two-aggregator metrics need JNA: add net.java.dev.jna:jna (5.19.1) to the app")
-        } catch (e: UnsatisfiedLinkError) {
-            throw IllegalStateException("two-aggregator metrics need the native library ${LdpNative.NAME} for this " +
-                "platform (clients/rust: cargo build --release --features prio; docs/kotlin-client.md): ${e.message}")
-        }
-    }
 }

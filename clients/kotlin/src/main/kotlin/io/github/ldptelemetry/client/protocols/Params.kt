@@ -21,8 +21,10 @@ public class ParamField internal constructor(public val name: String, public val
             rows.map { ParamField(it.name, TYPES[it.type] ?: FieldType.ANY, it.default, !it.required) }
         }
 
-        /** The fields of [protocol], in Python's declaration order (from [ParamTables]). */
-        fun of(protocol: String): List<ParamField> = BY_PROTOCOL[protocol] ?: error("no parameter table for $protocol")
+        /** The fields of [protocol], in Python's declaration order (from [ParamTables]); the `poplar1` metric kind's
+         * its own ([Poplar1Params]). */
+        fun of(protocol: String): List<ParamField> = BY_PROTOCOL[protocol]
+            ?: Poplar1Params.FIELDS.takeIf { protocol == Poplar1Params.NAME } ?: error("no parameter table for $protocol")
     }
 }
 

@@ -47,4 +47,9 @@ public object Protocols {
 
     /** The protocol called [name], or `null`. */
     public operator fun get(name: String): Protocol<*>? = all[name]
+
+    /** What a spec's `protocol` [name] names: one of these protocols, or the `poplar1` metric kind ([Poplar1Params]:
+     * strings over two aggregators, no local randomizer, so neither listed here nor in the conformance vectors);
+     * `null` for another name. */
+    internal fun ofSpec(name: String): Protocol<*>? = all[name] ?: Poplar1Params.PROTOCOL.takeIf { name == Poplar1Params.NAME }
 }

@@ -10,6 +10,7 @@ import io.github.ldptelemetry.client.internal.PyFloat
 import io.github.ldptelemetry.client.internal.PyText
 import io.github.ldptelemetry.client.internal.Refuse
 import io.github.ldptelemetry.client.protocols.Protocol
+import io.github.ldptelemetry.client.protocols.Poplar1Params
 import io.github.ldptelemetry.client.protocols.ProtocolParams
 import io.github.ldptelemetry.client.protocols.Protocols
 import io.github.ldptelemetry.client.protocols.asDouble
@@ -62,7 +63,7 @@ public class MetricSpec internal constructor(
     public val otel: OtelSource? = null,
 ) {
     /** The metric's protocol (its name is `params.protocol`). */
-    public val protocol: Protocol<*> get() = Protocols[params.protocol]!!
+    public val protocol: Protocol<*> get() = Protocols.ofSpec(params.protocol)!!
 }
 
 /**
@@ -154,6 +155,7 @@ public class CollectionSpec private constructor(
         /** Longest planned horizon of `release.central.windows` (as the Python package's `MAX_TARGET_WINDOWS`). */
         private const val MAX_TARGET_WINDOWS = 1_000_000L
         private const val SECONDS_WHY = "the clock's range ends in year 9999"
+        private const val POPLAR1_TRUST = "must be two-aggregator for poplar1 (its devices share the exact value: no local randomizer)"
         private val NAME_RE = Regex("^[a-z][a-z0-9_.-]{0,63}$")
         private val METRIC_RE = Regex("^[a-z][a-z0-9_]{0,31}$")
 
@@ -299,7 +301,7 @@ public class CollectionSpec private constructor(
         }
 
         fun params(protocolName: Any?, raw: Any?, path: String): ProtocolParams? {
-            val entry = (protocolName as? String)?.let { Protocols[it] }
+            val entry = (protocolName as? String)?.let { Protocols.ofSpec(it) }
             if (entry == null) {
                 val shown = if (protocolName is String) Refuse.quote(protocolName) else Refuse.show(protocolName)
                 val notYet = if (protocolName is String && protocolName in Protocols.NOT_YET) {
@@ -307,7 +309,7 @@ public class CollectionSpec private constructor(
                 } else {
                     ""
                 }
-                fail(join(path, "protocol"), "unknown protocol $shown (known: ${Protocols.names.joinToString(", ")})$notYet")
+                fail(join(path, "protocol"), "unknown protocol $shown (known: ${(Protocols.names + Poplar1Params.NAME).sorted().joinToString(", ")})$notYet")
                 return null
             }
             val required = entry.fields.filter { !it.hasDefault }.map { it.name }
@@ -376,6 +378,8 @@ public class CollectionSpec private constructor(
             if (trust == null) {
                 val shown = if (rawTrust is String || isReal(rawTrust)) Refuse.show(rawTrust) else Json.write(rawTrust)
                 fail(join(path, "trust"), "must be one of ${TrustModel.entries.joinToString(", ")}, got $shown")
+            } else if (params is Poplar1Params) {
+                if (trust != TrustModel.TWO_AGGREGATOR) fail(join(path, "trust"), "$POPLAR1_TRUST, got ${Refuse.show(trust.value)}")
             } else if (trust.twoAggregator && params != null && Prio3Fit.of(params.protocol) == null) {
                 fail(join(path, "trust"), "${params.protocol} does not fit in Prio3 (rr, grr, sue, oue, pgr and hpg do): no two-aggregator mode for it")
             }

@@ -1,9 +1,10 @@
 package io.github.ldptelemetry.client.e2e
 
 import io.github.ldptelemetry.client.BudgetExceededException
+import io.github.ldptelemetry.client.Refusal
 import io.github.ldptelemetry.client.TelemetryClient
-import io.github.ldptelemetry.client.dap.DapTask
 import io.github.ldptelemetry.client.dap.SpyTask
+import io.github.ldptelemetry.client.dap.TwoAggregatorTask
 import io.github.ldptelemetry.client.internal.Json
 import io.github.ldptelemetry.client.ledger.FileStore
 import io.github.ldptelemetry.client.spec.CollectionSpec
@@ -13,21 +14,24 @@ import io.github.ldptelemetry.client.upload.Uploader
 import java.io.File
 
 /**
- * The devices of `tests/clients/test_kotlin_dap_e2e.py`: `E2EDapDevices JOB`, JOB a JSON file `{"spec": …, "tasks":
- * {metric: task file text}, "devices": [{"state": folder, "clock": unix seconds, "records": [[metric, value], …]}]}`.
+ * The devices of `tests/clients/test_kotlin_dap_e2e.py` and `test_kotlin_poplar1_e2e.py`: `E2EDapDevices JOB`, JOB a
+ * JSON file `{"spec": …, "tasks": {metric: task file text}, "devices": [{"state": folder, "clock": unix seconds,
+ * "records": [[metric, value], …]}]}`.
  *
- * Each device opens a [TelemetryClient] on its own [FileStore] folder with the tasks (each a [DapTask] watched by a
- * [SpyTask], which keeps the Prio3 measurements the client made), records its values (a refusal for a spent budget
- * noted), uploads to the leaders with no ingest service (`UploadOptions()`), then uploads again. Prints one JSON
- * line: `made` (per metric, every measurement, in order) and per device its `refused`, the first upload's `result`,
- * the second's `again` (reports acknowledged), what is `pending` after, and the ε `spent` per metric in the window.
+ * Each device opens a [TelemetryClient] on its own [FileStore] folder with the tasks (each the task its file names,
+ * [TwoAggregatorTask.open]: a `DapTask`, or a `Poplar1Task` for a `poplar1` metric; watched by a [SpyTask], which
+ * keeps the measurements the client made: Prio3's, or a string's bits), records its values (a refusal for a spent
+ * budget noted, or of a value: its code), uploads to the leaders with no ingest service (`UploadOptions()`), then
+ * uploads again. Prints one JSON line: `made` (per metric, every measurement, in order) and per device its
+ * `refused`, the first upload's `result`, the second's `again` (reports acknowledged), what is `pending` after, and
+ * the ε `spent` per metric in the window.
  */
 object E2EDapDevices {
     @JvmStatic
     fun main(args: Array<String>) {
         val job = Json.parse(File(args[0]).readText()) as Map<*, *>
         val spec = CollectionSpec.fromDict(job["spec"])
-        val tasks = (job["tasks"] as Map<*, *>).entries.associate { (m, text) -> m as String to SpyTask(DapTask(text as String)) }
+        val tasks = (job["tasks"] as Map<*, *>).entries.associate { (m, text) -> m as String to SpyTask(TwoAggregatorTask.open(text as String)) }
         val uploader = Uploader(UploadOptions())
         val devices = (job["devices"] as List<*>).map { d ->
             val device = d as Map<*, *>
@@ -40,6 +44,8 @@ object E2EDapDevices {
                     client.record(metric as String, value)
                 } catch (e: BudgetExceededException) {
                     refused.add(listOf(metric as String, "BudgetExceeded"))
+                } catch (e: IllegalArgumentException) { // a value refused: its code (Python's)
+                    refused.add(listOf(metric as String, (e as? Refusal ?: throw e).code.code))
                 }
             }
             val result = uploader.upload(client)

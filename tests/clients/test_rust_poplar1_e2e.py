@@ -1,0 +1,97 @@
+"""The native (Rust) client's ``poplar1`` metrics end to end (issue 89, item 3): the Rust devices program of
+tests/clients/test_rust_dap_e2e.py (``clients/rust/examples/dap_devices.rs``, a release build with the ``uploader``
+and ``poplar1`` features) makes several devices, each a ``TelemetryClient`` on its own crash-safe state folder given
+the metric's Poplar1 task file (written from the spec as ``ldp collect task`` writes it, both aggregators' configs
+inside), recording strings into the spec's ``poplar1`` metric: each a sealed Poplar1 DAP-09 report, charged the
+spec's ``per_report`` (a device's third string a window refused by the cap). They upload with no collector to a
+loopback ``ldp`` leader paired with an ``ldp`` helper (tests/support/loopback_aggregators.py), and
+``ldp collect --heavy-hitters`` (the spec's threshold, carried by the task) walks the prefix tree: without noise it
+finds exactly the strings held by at least T reports, with their exact counts.
+
+CI builds the program with the ``poplar1`` feature (.ci/run: ``cargo build --release --features uploader,poplar1
+--example dap_devices``) and sets ``LDP_REQUIRE_RUST_BUILD=1``, so a missing build, or one without the feature,
+fails there; a developer without either gets a skip. Without the Prio3 binding the aggregators cannot run: skipped
+(failed under ``LDP_REQUIRE_PRIO=1``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.loopback_aggregators import LoopbackAggregators, TaskSpec, ldp_command
+from test_rust_dap_e2e import program
+
+from ldp.spec import CollectionSpec
+
+SEED = "727573742d706f706c617231"  # "rust-poplar1": the devices' (unused) local noise stream
+WINDOW = 86400
+NOW = int(time.time())
+T0 = NOW - NOW % WINDOW - WINDOW
+"""Yesterday's window: ended, so it can be collected, and younger than the leader's report expiry (7 days)."""
+THRESHOLD = 3
+SPEC = {"spec_version": 1, "name": "rust_words", "budget": {"per_window": 10, "lifetime": 100},
+        "metrics": {"new_words": {"protocol": "poplar1", "params": {"bits": 16, "threshold": THRESHOLD,
+                                                                    "max_candidates": 8},
+                                  "budget": {"per_report": 1.0, "per_window": 2.0}, "trust": "two-aggregator"}}}
+"""16-bit strings (2 bytes of UTF-8), two reports a device a window."""
+DEVICES = [["hi", "ok", "hi"], ["hi", "ok"], ["ok", "hi"], ["é", "hi"], ["ok", "é"], ["z", "hi"]]
+"""Each device's strings: 12 recorded (the first device's third refused by the window's cap): "hi" 5 times and "ok"
+4 times, at or above T = 3; "é" (c3 a9) twice and "z" once, below."""
+
+
+def run_devices(tmp: Path, task: Path) -> dict[str, Any]:
+    """The devices program on this test's devices; skipped (failed under ``LDP_REQUIRE_RUST_BUILD=1``) when the
+    program was built without the ``poplar1`` feature."""
+    cmd = [str(program()), str(tmp / "spec.json"), str(tmp / "devices.json"), str(tmp / "states"), SEED,
+           f"new_words={task}"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0 and "the `poplar1` feature" in done.stderr:
+        reason = ("the Rust poplar1 end-to-end test needs the program built with the poplar1 feature: cd clients/rust"
+                  " && cargo build --release --features uploader,poplar1 --example dap_devices")
+        if os.environ.get("LDP_REQUIRE_RUST_BUILD") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    assert done.returncode == 0, done.stderr[-4000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_rust_devices_record_strings_and_the_walk_finds_exactly_those_with_t_holders(tmp_path: Path) -> None:
+    """Breaks if the Rust client seals anything but the string's padded bits (the walk finds other strings or other
+    counts), if its task check refuses the task ``ldp collect task`` writes for the metric (the program fails), if
+    the charge is not ``per_report`` (the third string is not refused, or another is), or if a report is not
+    accepted by the leader (fewer counted)."""
+    program()
+    spec = CollectionSpec.from_dict(SPEC)
+    (tmp_path / "spec.json").write_text(json.dumps(SPEC))
+    devices = [{"at": float(T0 + 600 * d + 17), "values": [["new_words", w] for w in words]}
+               for d, words in enumerate(DEVICES)]
+    (tmp_path / "devices.json").write_text(json.dumps(devices))
+    (tmp_path / "deploy").mkdir()
+    agg = LoopbackAggregators(tmp_path / "deploy", {"new_words": TaskSpec("Poplar1", draft=18)}, collection=spec)
+    agg.start_both()
+    try:
+        task = tmp_path / "deploy" / "collector" / "new_words.task.json"
+        result = run_devices(tmp_path, task)
+        n = sum(min(len(words), 2) for words in DEVICES)
+        assert (result["recorded"], result["refused"]) == (n, {"new_words": 1}), result
+        assert (result["accepted"], result["acknowledged"], result["pending"]) == (n, n, 0), result
+        assert (result["rejected"], result["duplicates"]) == ({}, 0), result
+        assert all(device == {"new_words": 0.0 + 1.0 + 1.0} for device in result["spent"]), result["spent"]
+        out, root = tmp_path / "found.json", tmp_path / "deploy" / "collector"
+        ldp_command("collect", "--task", str(task), "--key", str(root / "hpke.json"), "--token-file",
+                    str(root / "leader.token"), "--window", str(T0), "--heavy-hitters", "--out", str(out))
+        doc: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+        found = {bytes.fromhex(s["bits"]).rstrip(b"\0").decode("utf-8"): s["count"] for s in doc["strings"]}
+        assert found == {"hi": 5, "ok": 4}, (doc, agg.log("leader"))
+        assert (doc["threshold"], doc["bits"], doc["report_count"]) == (THRESHOLD, 16, n)
+        again = run_devices(tmp_path, task)  # the states hold nothing more: a second run sends nothing
+        assert (again["recorded"], again["acknowledged"], again["pending"]) == (0, 0, 0), again
+    finally:
+        agg.stop()
