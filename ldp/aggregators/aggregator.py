@@ -90,12 +90,17 @@ class Aggregator(Generic[S]):
 
     def prune(self) -> int:
         """Delete the job records of the windows released ``job_retention`` seconds ago or more, in every task
-        (:meth:`~ldp.aggregators.records.TaskRecords.prune`); the number of objects deleted."""
+        (:meth:`~ldp.aggregators.records.TaskRecords.prune`; a Poplar1 task's: :mod:`ldp.aggregators.poplar1_prune`);
+        the number of objects deleted."""
+        from ldp.aggregators import poplar1_prune
+
         now = self.clock()
         total = 0
         for state in self.state.values():
             with state.lock:
                 total += state.records.prune(now, self.job_retention)
+                if state.poplar1 is not None:  # a Poplar1 window after its last level
+                    total += poplar1_prune.prune(self, state)
         return total
 
     def hpke_config_list(self) -> bytes:

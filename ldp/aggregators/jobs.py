@@ -59,6 +59,7 @@ from ldp.aggregators.messages import (
     ReportShare,
     initialize,
 )
+from ldp.aggregators.scale_out import lease_held
 from ldp.errors import AggregatorError
 
 if TYPE_CHECKING:
@@ -210,7 +211,7 @@ def _attempt(leader: Leader, state: LeaderTaskState, job_id: str, window: int, r
         return Counter(set_aside=1)
     if job_id in state.failures and not force and now < last + min(3600.0, RETRY_BASE * 2 ** (count - 1)):
         return Counter(waiting=1)
-    if leader.replica is not None and count and now < last + leader.job_lease:
+    if leader.replica is not None and lease_held(count, last, now, leader.job_lease):
         return Counter(held=1)  # its last attempt is another replica's (or this one's), still within its lease
     if records.attempt(job_id, now) is None:
         return Counter(held=1)  # another replica claimed this attempt first: it holds the job

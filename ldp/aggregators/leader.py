@@ -180,7 +180,12 @@ class Leader(Aggregator[LeaderTaskState], LeaderDoor):
         counts: jobs, reports prepared, refused, jobs split, set aside, waiting."""
         totals: Counter[str] = Counter()
         for state in [self.task_state(task_id)] if task_id is not None else list(self.state.values()):
-            if state.poplar1 is not None:  # prepared at collection, a level at a time (poplar1_leader)
+            if state.poplar1 is not None:  # prepared a level at a time once collected (poplar1_leader), by any
+                if self.replica is not None:  # replica when there are several (poplar1_scale_out)
+                    from ldp.aggregators.poplar1_scale_out import run_levels
+
+                    with state.lock:
+                        totals.update(run_levels(self, state))
                 continue
             with state.lock:
                 if self.replica is not None:

@@ -10,13 +10,19 @@ at this level: ``report_replayed``; a level released: ``batch_collected``; a ske
 ``vdaf_invalid``), the others verified by the crate's round 0 with the leader's verifier share and answered
 ``continue`` (the reports that pass the checks verified in one call of the binding, ``helper_init_batch``). The answer
 and the round-1 states (sealed to the records key) are recorded before the answer leaves; the same request again gets
-the same answer.
+the same answer (a job at a level already released is answered, every report ``batch_collected``, with nothing
+recorded: there is nothing to continue).
 
 **Second round** (:func:`continue_job`, ``AggregationJobContinueReq`` step 1): each report the leader continues is
 finished with its verifier message (``vdaf_invalid`` when it does not verify), the others refused; the output
 shares aggregated (both in one call, ``helper_finish_batch``) and the job recorded
 (:meth:`~ldp.aggregators.poplar1_records.LevelRecords.finish_job`) before the answer leaves, so a repeated request is
-answered from the record and no report is counted twice.
+answered from the record and no report is counted twice; a job not finished when its level was released (a stale
+leader's) is refused, ``batch_collected``. Both records are in the store before the answer leaves (the crash point
+``helper_job_recorded``, :mod:`ldp.aggregators.crashpoints`).
+
+**Release** (:func:`aggregate_share`): the level released, then the window pruned once its last level is
+(:mod:`ldp.aggregators.poplar1_prune`: the finished jobs' first rounds deleted).
 
 A helper's tasks are prepared under the task's lock here (one job at a time per task), unlike Prio3's jobs; each
 batch call releases the GIL and spreads the job's reports over threads (``ldp.prio.set_batch_threads``).
@@ -28,6 +34,7 @@ import hashlib
 import json
 from typing import Any
 
+from ldp.aggregators.crashpoints import at
 from ldp.aggregators.door import fits
 from ldp.aggregators.messages import (
     AggregateShare,
@@ -40,6 +47,7 @@ from ldp.aggregators.messages import (
     ReportError,
 )
 from ldp.aggregators.poplar1_messages import AggregationJobContinueReq, continue_message
+from ldp.aggregators.poplar1_prune import prune
 from ldp.aggregators.poplar1_records import LevelRecords, decode_param, release_level, write_json
 from ldp.aggregators.state import TaskState
 from ldp.errors import AggregatorError
@@ -79,6 +87,8 @@ def init_job(helper: Any, state: TaskState, job_id: str, body: bytes) -> bytes:
         param = levels.admit(task, window, init.aggregation_parameter)
         results, states = _first_round(helper, state, window, param, list(init.prepare_inits))
         response = AggregationJobResp(tuple(results)).to_bytes()
+        if (window, param.level) in levels.releases:  # every report batch_collected: nothing to continue
+            return response
         rec = {"job": job_id, "window": window, "level": param.level, "param": param.to_bytes().hex(),
                "request_sha256": digest, "response": response.hex(),
                "reports": [p.report_share.report_id.hex() for p in init.prepare_inits],
@@ -88,6 +98,7 @@ def init_job(helper: Any, state: TaskState, job_id: str, body: bytes) -> bytes:
         if not levels.records.write(levels.job_key(job_id, "init"), rec):
             rec = levels.records.read(levels.job_key(job_id, "init"))
         levels.taken.setdefault((window, param.level), set()).update(bytes.fromhex(r) for r in rec["reports"])
+        at("helper_job_recorded")
         return bytes.fromhex(rec["response"])
 
 
@@ -166,6 +177,9 @@ def continue_job(helper: Any, state: TaskState, job_id: str, body: bytes) -> byt
         if init is None:
             raise AggregatorError(f"no aggregation job {job_id} to continue", "unrecognized_aggregation_job", 404)
         window, param = int(init["window"]), decode_param(bytes.fromhex(init["param"]))
+        if (window, param.level) in levels.releases:
+            raise AggregatorError(f"job {job_id} is at level {param.level} of window {window}, released before it "
+                                  "finished", "batch_collected", 409)
         states = json.loads(levels.records.sealer.open_bytes(f"{job_id}.init", window, init["sealed_states"]))
         rejected = {bytes.fromhex(r): c for r, c in init["rejected"].items()}
         items: list[tuple[bytes, bytes, bytes | None]] = []
@@ -184,6 +198,7 @@ def continue_job(helper: Any, state: TaskState, job_id: str, body: bytes) -> byt
         response = AggregationJobResp(tuple(results)).to_bytes()
         rec = levels.finish_job(job_id, window, param.level, [rid for rid, _, _ in items if rid in accepted], rejected,
                                 share.to_bytes(), continue_sha256=digest, response=response.hex())
+        at("helper_job_recorded")
         return bytes.fromhex(rec["response"])
 
 
@@ -202,4 +217,5 @@ def aggregate_share(helper: Any, state: TaskState, body: bytes) -> bytes:
                                   "invalid_message")
         rec = release_level(levels, state.vdaf, param, window, req.report_count, req.checksum,
                             source=helper.noise_source, clock=helper.clock)
+        prune(helper, state)
     return AggregateShare(bytes.fromhex(rec["encrypted_share"])).to_bytes()

@@ -9,7 +9,9 @@ task) and, asked for a level (:func:`collect_level`):
    task's bounds; asked again with the same parameter, the level's recorded release is answered);
 2. runs the level's jobs: first any planned and not finished (a leader killed mid-job redoes it with the same ID and
    the same requests: verification is deterministic, and the helper answers from its records), then the window's
-   reports in no job of this level, ``job_size`` per job, each plan recorded before the helper is asked. A job is
+   reports in no job of this level, ``job_size`` per job, each plan recorded before the helper is asked, then the
+   level's list of jobs (:func:`plan_level`; a leader of several replicas spreads them over the replicas:
+   :mod:`ldp.aggregators.poplar1_scale_out`). A job is
    DAP-09's two requests (:mod:`ldp.aggregators.poplar1_messages`): the leader's round-0 verifier shares, the
    helper's ``continue``; the leader's round 1 and its ``finish``, the helper's outcome. Each of the leader's steps
    is one call of the binding for the whole job (``leader_init_batch``, ``leader_continue_batch``,
@@ -23,9 +25,11 @@ task) and, asked for a level (:func:`collect_level`):
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ldp.aggregators.codec import Interval
+from ldp.aggregators.crashpoints import at as at_point
 from ldp.aggregators.jobs import new_job_id, plan_jobs
 from ldp.aggregators.messages import (
     AggregateShare,
@@ -40,12 +44,13 @@ from ldp.aggregators.messages import (
     initialize,
 )
 from ldp.aggregators.poplar1_messages import AggregationJobContinueReq, PrepareContinue, read_continue
+from ldp.aggregators.poplar1_prune import prune
 from ldp.aggregators.poplar1_records import LevelRecords, release_level
 from ldp.aggregators.release import over_releases, release_cost, target_delta
 from ldp.aggregators.state import LeaderTaskState
 from ldp.errors import AggregatorError
 
-__all__ = ["collect_level", "walk_cost"]
+__all__ = ["collect_level", "walk_cost", "plan_level", "level_plans"]
 
 
 def walk_cost(task: Any, releases: list[dict[str, Any]]) -> Any:
@@ -62,9 +67,16 @@ def collect_level(leader: Any, state: LeaderTaskState, window: int, data: bytes)
     task, levels = state.task, state.poplar1
     assert isinstance(levels, LevelRecords)
     with state.lock:
+        if leader.replica is not None:  # one of several processes: what the others recorded first
+            from ldp.aggregators.poplar1_scale_out import refresh_levels, run_levels
+
+            refresh_levels(leader, state)
         param = levels.admit(task, window, data)
         if (window, param.level) not in levels.releases:
-            _run_level(leader, state, window, param)
+            if leader.replica is None:
+                _run_level(leader, state, window, param)
+            else:
+                run_levels(leader, state, (window, param.level), collecting=True)
         count = len(levels.batch(window, param.level)[0])
         checksum = levels.batch(window, param.level)[1]
         if (window, param.level) not in levels.releases and count < task.min_batch_size:
@@ -78,6 +90,7 @@ def collect_level(leader: Any, state: LeaderTaskState, window: int, data: bytes)
                                   502) from None
         rec = release_level(levels, state.vdaf, param, window, count, checksum, source=leader.noise_source,
                             clock=leader.clock)
+        prune(leader, state)  # the window's reports and plans once its last level is released (poplar1_prune)
     mine = [r for (w, _), r in sorted(levels.releases.items()) if w == window]
     cost, walk = release_cost(rec), walk_cost(task, mine)
     every = over_releases([*state.records.collections.values(), *levels.releases.values()], target_delta(task))
@@ -91,29 +104,69 @@ def collect_level(leader: Any, state: LeaderTaskState, window: int, data: bytes)
 
 
 def _run_level(leader: Any, state: LeaderTaskState, window: int, param: Any) -> None:
-    """The level's jobs (module docstring, step 2): interrupted ones first, then the reports in none."""
+    """The level's jobs in this process (module docstring, step 2): planned (:func:`plan_level`: a plan cut short
+    is finished first), then each one not finished run, in order."""
     levels = state.poplar1
-    records = levels.records
-    planned: set[bytes] = set()
-    for key in records.store.list(f"{levels.prefix}jobs/"):
+    jobs = plan_level(leader, state, window, param)
+    assert jobs is not None  # one process: it always plans
+    plans = level_plans(levels, window, param.level)
+    for job_id in jobs:
+        if job_id not in levels.finished.get((window, param.level), {}):
+            _run_job(leader, state, window, param, job_id, plans[job_id])
+
+
+_PLANS: weakref.WeakKeyDictionary[Any, dict[str, dict[str, Any]]] = weakref.WeakKeyDictionary()
+"""Each :class:`LevelRecords`' plan records read so far, by key (a plan is created once, never changed)."""
+
+
+def level_plans(levels: LevelRecords, window: int, level: int) -> dict[str, list[bytes]]:
+    """The reports of each job planned at ``(window, level)``, by job ID (every plan record in the store)."""
+    cache = _PLANS.setdefault(levels, {})
+    out: dict[str, list[bytes]] = {}
+    for key in levels.records.store.list(f"{levels.prefix}jobs/"):
         if not key.endswith(".plan.json"):
             continue
-        plan = records.read(key)
-        if int(plan["window"]) != window or int(plan["level"]) != param.level:
-            continue
-        rids = [bytes.fromhex(r) for r in plan["reports"]]
-        planned.update(rids)
-        if plan["job"] not in levels.finished.get((window, param.level), {}):
-            _run_job(leader, state, window, param, plan["job"], rids)
-    taken = levels.taken.get((window, param.level), set()) | planned
+        if (plan := cache.get(key)) is None:
+            plan = cache[key] = levels.records.read(key)
+        if int(plan["window"]) == window and int(plan["level"]) == level:
+            out[str(plan["job"])] = [bytes.fromhex(r) for r in plan["reports"]]
+    return out
+
+
+def plan_level(leader: Any, state: LeaderTaskState, window: int, param: Any) -> list[str] | None:
+    """The level's job IDs, planned once (module docstring, step 2): its recorded list (``planned/w<window>-
+    l<level>.json``) if there is one; else the plans already recorded for it (a planner stopped midway), then the
+    window's reports in none cut into jobs of ``job_size``, each plan recorded before the helper is asked, then the
+    list, created once. After the window's first level, only that level's reports are planned (a report a door
+    replica took late is in no level). ``None`` when this process may not plan: another replica holds the planner
+    lease (:meth:`~ldp.aggregators.leader.Leader.may_plan`, asked before every write, so a planner that lost it
+    writes nothing more)."""
+    levels, at = state.poplar1, (window, param.level)
+    done_key = levels.level_key(window, param.level, "planned")
+    if (done := levels.get(done_key)) is not None:
+        return [str(j) for j in done["jobs"]]
+    plans = level_plans(levels, window, param.level)
+    taken = levels.taken.get(at, set()).union(*plans.values())
+    first = min(levels.params.get(window, {param.level: b""}))
+    first_plans = {} if first == param.level else level_plans(levels, window, first)
+    allowed = set().union(*first_plans.values()) if first_plans else None
     with leader.state_lock:
-        todo = [(rid, len(s.body)) for rid, s in state.stored.items()
-                if state.task.window(s.report.time) == window and rid not in taken]
+        todo = [(rid, len(s.body)) for rid, s in state.stored.items() if state.task.window(s.report.time) == window
+                and rid not in taken and (allowed is None or rid in allowed)]
+    jobs = list(plans)
     for chunk in plan_jobs(todo, leader.job_size, leader.job_bytes):
+        if not leader.may_plan():
+            return None
         job_id = new_job_id()
-        records.write(levels.job_key(job_id, "plan"), {"job": job_id, "window": window, "level": param.level,
-                                                       "reports": [r.hex() for r in chunk]})
-        _run_job(leader, state, window, param, job_id, chunk)
+        plan = {"job": job_id, "window": window, "level": param.level, "reports": [r.hex() for r in chunk]}
+        levels.records.write(levels.job_key(job_id, "plan"), plan)
+        jobs.append(job_id)
+        at_point("leader_job_planned")
+    if not leader.may_plan():
+        return None
+    if not levels.records.write(done_key, {"window": window, "level": param.level, "jobs": jobs}):
+        return [str(j) for j in levels.records.read(done_key)["jobs"]]
+    return jobs
 
 
 def _open(leader: Any, state: LeaderTaskState, param: Any, rids: list[bytes]
@@ -163,8 +216,11 @@ def _continue(vdaf: Any, first: tuple[Any, ...], states: dict[bytes, Any], refus
     return finals
 
 
-def _run_job(leader: Any, state: LeaderTaskState, window: int, param: Any, job_id: str, rids: list[bytes]) -> None:
-    """One job's two rounds with the helper, then its record (module docstring): each round one batch call."""
+def _run_job(leader: Any, state: LeaderTaskState, window: int, param: Any, job_id: str, rids: list[bytes]
+             ) -> dict[str, Any]:
+    """One job's two rounds with the helper, then its record (module docstring): each round one batch call. The
+    record in the store (another replica's, if it finished the same job first: the same requests, answered by the
+    helper from its records)."""
     task, vdaf, levels = state.task, state.vdaf, state.poplar1
     refused, states, inits = _open(leader, state, param, rids)
     accepted: list[bytes] = []
@@ -188,7 +244,9 @@ def _run_job(leader: Any, state: LeaderTaskState, window: int, param: Any, job_i
                 accepted.append(rid)
             else:
                 refused[rid] = ReportError.vdaf_invalid.code
-    levels.finish_job(job_id, window, param.level, accepted, refused, share.to_bytes())
+        at_point("leader_job_answered")
+    mark = {"replica": leader.replica} if leader.replica is not None else {}
+    return levels.finish_job(job_id, window, param.level, accepted, refused, share.to_bytes(), **mark)
 
 
 def _answer(body: bytes, rids: list[bytes]) -> tuple[Any, ...]:

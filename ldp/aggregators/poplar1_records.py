@@ -25,6 +25,11 @@ likewise (the noise is calibrated for that many), and one that the crate's ``is_
 window's recorded parameters (a level lower than one collected, a prefix extending none of the last level's) is
 ``invalid_message``. **Replay rule:** a report is in at most one job per (window, level) on each side
 (``report_replayed`` otherwise): it is prepared at most once per parameter.
+
+**Retention.** Once a window's last level is released (no level can be added), the leader's stored reports of the
+window, its finished jobs' plans and the helper's finished jobs' first rounds are deleted
+(:mod:`ldp.aggregators.poplar1_prune`); the parameters, the finished jobs and the releases, from which a repeated
+request is answered, stay.
 """
 
 from __future__ import annotations
@@ -95,6 +100,8 @@ class LevelRecords:
         self.finished: dict[Level, dict[str, dict[str, Any]]] = {}
         self.releases: dict[Level, dict[str, Any]] = {}
         self.rejected: dict[Level, Counter[str]] = {}
+        self.pruned: set[int] = set()
+        """The windows pruned since this process started (:mod:`ldp.aggregators.poplar1_prune`)."""
         self.load()
 
     # -- keys and reading -------------------------------------------------------------------------------------
@@ -155,8 +162,8 @@ class LevelRecords:
                    "rejected": {r.hex(): c for r, c in rejected.items()},
                    "sealed_share": self.records.sealer.seal_bytes(job_id, window, share), **extra}
             if not self.records.write(self.job_key(job_id), rec):
-                rec = self.records.read(self.job_key(job_id))
-            elif job_id not in self.finished.get((window, level), {}):
+                rec = self.records.read(self.job_key(job_id))  # another process's, written first: it stands
+            if job_id not in self.finished.get((int(rec["window"]), int(rec["level"])), {}):
                 self._apply({"format": RECORD_FORMAT, **rec})
             return rec
 

@@ -24,18 +24,22 @@ role and store that holds the role's lease. What each guarantee needs is in the 
   jobs of one report from a misbehaving leader) is not released (``batch_mismatch``).
 * **Collection** may be asked of any leader replica: it reads every record first, drives the window's jobs, and
   answers ``jobs_in_progress`` (a 202 to a DAP collection job's poll) while another replica holds one of them.
+* **Poplar1 levels** (:mod:`ldp.aggregators.poplar1_scale_out`): the planner plans an admitted level's jobs once,
+  every driver claims and runs them as it does Prio3's (:func:`claim`), and the level is released once all are
+  finished.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ldp.errors import LeaseHeldError, LeaseLostError
 
 __all__ = ["REPLICA_NAME", "DEFAULT_JOB_LEASE", "replica_prefix", "Planner", "refresh_leader", "sweep_chunks",
-           "check_replica_name"]
+           "check_replica_name", "lease_held", "claim"]
 
 logger = logging.getLogger("ldp.aggregators")
 
@@ -95,6 +99,25 @@ class Planner:
                 self.lease.stop()
             except Exception as exc:  # noqa: BLE001 (stopping: a lease not released expires)
                 logger.warning("the planner lease was not released (%s): it expires", exc)
+
+
+def lease_held(count: int, last: float, now: float, lease: float) -> bool:
+    """Whether a job's last attempt still holds it at ``now`` (module docstring, *Driving*): it has one (``count``
+    attempts, the last begun at ``last``) and ``now < last + lease``. Prio3's jobs
+    (:func:`ldp.aggregators.jobs.run_jobs`) and Poplar1's (:mod:`ldp.aggregators.poplar1_scale_out`) alike."""
+    return count > 0 and now < last + lease
+
+
+def claim(records: Any, key_of: Callable[[int], str], job_id: str, count: int, last: float, now: float,
+          lease: float) -> int | None:
+    """A job's next attempt claimed (module docstring, *Driving*): ``None`` while its last attempt holds it
+    (:func:`lease_held`) or when another process created attempt ``count + 1`` first (the store's create-if-absent:
+    of several claimants exactly one gets it); else its number, its record (``key_of(n)``, as
+    :meth:`~ldp.aggregators.records.TaskRecords.attempt` writes Prio3's) created."""
+    if lease_held(count, last, now, lease):
+        return None
+    n = count + 1
+    return n if records.write(key_of(n), {"job": job_id, "attempt": n, "at": now}) else None
 
 
 def refresh_leader(leader: Any, state: Any) -> None:
