@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_JOB_BYTES", "DEFAULT_JOB_BYTES", "DEFAULT_MAX_JOB_ATTEMPTS", "REPORT_INIT_OVERHEAD", "RETRY_BASE",
            "DISAGREED", "DEFAULT_JOBS_IN_FLIGHT", "MAX_JOBS_IN_FLIGHT", "plan_jobs", "child_job_ids", "new_job_id",
-           "run_jobs"]
+           "run_jobs", "retry_gate", "refused_whole", "aside_error"]
 
 logger = logging.getLogger("ldp.aggregators")
 
@@ -203,14 +203,9 @@ def _attempt(leader: Leader, state: LeaderTaskState, job_id: str, window: int, r
     records, now = state.records, leader.clock()
     if job_id in records.abandoned:  # the leader was killed between asking the helper to abandon it and splitting
         return _abandon_and_split(leader, state, job_id, window, report_ids, "abandoned before a restart")
+    if (gated := retry_gate(leader, state, job_id, window, force)) is not None:
+        return gated
     count, last = records.attempts.get(job_id, (0, 0.0))
-    if count >= leader.max_job_attempts:
-        reason = state.failures.get(job_id, "each attempt stopped without an answer (the leader killed?)")
-        records.set_aside(job_id, window, f"{count} attempts did not finish it; the last: {reason}", now)
-        logger.error("job %s of task %s set aside after %d attempts: %s", job_id, state.task.id_text, count, reason)
-        return Counter(set_aside=1)
-    if job_id in state.failures and not force and now < last + min(3600.0, RETRY_BASE * 2 ** (count - 1)):
-        return Counter(waiting=1)
     if leader.replica is not None and lease_held(count, last, now, leader.job_lease):
         return Counter(held=1)  # its last attempt is another replica's (or this one's), still within its lease
     if records.attempt(job_id, now) is None:
@@ -220,6 +215,39 @@ def _attempt(leader: Leader, state: LeaderTaskState, job_id: str, window: int, r
     except AggregatorError as exc:
         state.failures[job_id] = f"{exc.code}: {exc}"
         raise
+
+
+def retry_gate(leader: Leader, state: LeaderTaskState, job_id: str, window: int, force: bool) -> Counter[str] | None:
+    """Whether a job's next attempt may go (module docstring, *Attempts*), from its attempts so far
+    (``state.records.attempts``: how many, the last's time): ``None`` if due; else ``set_aside`` (after
+    ``max_job_attempts``: the job set aside with its last failure) or ``waiting`` (its last attempt failed in this
+    process and ``now < last + min(3600, RETRY_BASE · 2^(a-1))`` after ``a`` attempts, unless ``force``). Prio3's
+    jobs and Poplar1's (:mod:`ldp.aggregators.poplar1_scale_out`) alike."""
+    now = leader.clock()
+    count, last = state.records.attempts.get(job_id, (0, 0.0))
+    if count >= leader.max_job_attempts:
+        reason = state.failures.get(job_id, "each attempt stopped without an answer (the leader killed?)")
+        state.records.set_aside(job_id, window, f"{count} attempts did not finish it; the last: {reason}", now)
+        logger.error("job %s of task %s set aside after %d attempts: %s", job_id, state.task.id_text, count, reason)
+        return Counter(set_aside=1)
+    if job_id in state.failures and not force and now < last + min(3600.0, RETRY_BASE * 2 ** (count - 1)):
+        return Counter(waiting=1)
+    return None
+
+
+def refused_whole(exc: AggregatorError) -> bool:
+    """Whether the helper refused a whole job, having recorded nothing (module docstring, *Splitting*): a 4xx but
+    401, 403, ``job_mismatch`` and ``job_abandoned`` (those mean it holds this job ID); ``helper_unavailable`` and
+    5xx are failures to try again."""
+    return (exc.code not in ("helper_unavailable", "job_mismatch", "job_abandoned")
+            and exc.status not in (401, 403) and exc.status < 500)
+
+
+def aside_error(what: str, job_ids: list[str]) -> AggregatorError:
+    """The answer to a collection while jobs of its batch are set aside: ``jobs_set_aside`` (409)."""
+    return AggregatorError(f"{what} has {len(job_ids)} job(s) set aside ({', '.join(job_ids)}): their reports are in "
+                           f"neither side's count; put them back (POST /tasks/{{task}}/jobs/put_back) or wait",
+                           "jobs_set_aside", 409)
 
 
 @dataclass
@@ -276,10 +304,10 @@ def _send(leader: Leader, state: LeaderTaskState, job_id: str, window: int, repo
         try:
             answer = leader.helper.aggregation_job(task.task_id, job_id, opened.body)
         except AggregatorError as exc:
-            if exc.code == "helper_unavailable" or exc.status in (401, 403) or exc.status >= 500:
-                raise
             if exc.code in ("job_mismatch", "job_abandoned"):
                 return _abandon_and_split(leader, state, job_id, window, report_ids, f"{exc.code}: {exc}")
+            if not refused_whole(exc):
+                raise
             return _split(leader, state, job_id, window, report_ids, exc.code, f"the helper refused it: {exc}")
         outcome = _finish(state, inits, states, answer, refused)
         if isinstance(outcome, str):

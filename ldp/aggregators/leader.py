@@ -37,6 +37,7 @@ from ldp.aggregators.jobs import (
     DEFAULT_MAX_JOB_ATTEMPTS,
     MAX_JOB_BYTES,
     MAX_JOBS_IN_FLIGHT,
+    aside_error,
     run_jobs,
 )
 from ldp.aggregators.leader_door import CLOCK_TOLERANCE, DEFAULT_REPORT_EXPIRY, LeaderDoor
@@ -181,11 +182,10 @@ class Leader(Aggregator[LeaderTaskState], LeaderDoor):
         totals: Counter[str] = Counter()
         for state in [self.task_state(task_id)] if task_id is not None else list(self.state.values()):
             if state.poplar1 is not None:  # prepared a level at a time once collected (poplar1_leader), by any
-                if self.replica is not None:  # replica when there are several (poplar1_scale_out)
-                    from ldp.aggregators.poplar1_scale_out import run_levels
+                from ldp.aggregators.poplar1_scale_out import run_levels  # replica when several (poplar1_scale_out)
 
-                    with state.lock:
-                        totals.update(run_levels(self, state))
+                with state.lock:
+                    totals.update(run_levels(self, state))
                 continue
             with state.lock:
                 if self.replica is not None:
@@ -217,6 +217,10 @@ class Leader(Aggregator[LeaderTaskState], LeaderDoor):
             for job_id in wanted:
                 records.put_back(job_id)
                 state.failures.pop(job_id, None)
+                if state.poplar1 is not None:  # a level's job: its attempts are in poplar1/jobs/
+                    from ldp.aggregators.poplar1_scale_out import forget_attempts
+
+                    forget_attempts(state, job_id)
         return wanted
 
     # -- collection ---------------------------------------------------------------------------------------------
@@ -243,9 +247,7 @@ class Leader(Aggregator[LeaderTaskState], LeaderDoor):
         if self.replica is not None and window not in records.collections:
             self._check_window_done(state, window)
         if aside := sorted(j for j, rec in records.aside.items() if rec.get("window") == window):
-            raise AggregatorError(f"window {window} has {len(aside)} job(s) set aside ({', '.join(aside)}): their "
-                                  f"reports are in neither side's count; put them back (ldp serve jobs put-back) or "
-                                  f"wait", "jobs_set_aside", 409)
+            raise aside_error(f"window {window}", aside)
         with state.lock:
             mine = records.window(window)
             already = records.collections.get(window)

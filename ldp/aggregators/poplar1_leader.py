@@ -2,16 +2,16 @@
 collected with its aggregation parameter.
 
 A Poplar1 report cannot be prepared before the collector names a level and its candidates, so the leader keeps the
-window's reports (they are in no Prio3 job: :meth:`~ldp.aggregators.leader.Leader.run_aggregation_jobs` skips the
-task) and, asked for a level (:func:`collect_level`):
+window's reports (they are in no Prio3 job: :meth:`~ldp.aggregators.leader.Leader.run_aggregation_jobs` only
+drives the levels already admitted) and, asked for a level (:func:`collect_level`):
 
 1. admits the parameter (:func:`~ldp.aggregators.poplar1_records.admit_param`: a level once, in order, within the
    task's bounds; asked again with the same parameter, the level's recorded release is answered);
 2. runs the level's jobs: first any planned and not finished (a leader killed mid-job redoes it with the same ID and
    the same requests: verification is deterministic, and the helper answers from its records), then the window's
    reports in no job of this level, ``job_size`` per job, each plan recorded before the helper is asked, then the
-   level's list of jobs (:func:`plan_level`; a leader of several replicas spreads them over the replicas:
-   :mod:`ldp.aggregators.poplar1_scale_out`). A job is
+   level's list of jobs (:func:`plan_level`), each job's attempts recorded, retried, set aside or split as Prio3's
+   (:mod:`ldp.aggregators.poplar1_scale_out`, which also spreads them over a leader's replicas). A job is
    DAP-09's two requests (:mod:`ldp.aggregators.poplar1_messages`): the leader's round-0 verifier shares, the
    helper's ``continue``; the leader's round 1 and its ``finish``, the helper's outcome. Each of the leader's steps
    is one call of the binding for the whole job (``leader_init_batch``, ``leader_continue_batch``,
@@ -30,7 +30,7 @@ from typing import Any
 
 from ldp.aggregators.codec import Interval
 from ldp.aggregators.crashpoints import at as at_point
-from ldp.aggregators.jobs import new_job_id, plan_jobs
+from ldp.aggregators.jobs import new_job_id, plan_jobs, refused_whole
 from ldp.aggregators.messages import (
     AggregateShare,
     AggregateShareReq,
@@ -50,7 +50,7 @@ from ldp.aggregators.release import over_releases, release_cost, target_delta
 from ldp.aggregators.state import LeaderTaskState
 from ldp.errors import AggregatorError
 
-__all__ = ["collect_level", "walk_cost", "plan_level", "level_plans"]
+__all__ = ["collect_level", "walk_cost", "plan_level", "level_plans", "record_plan", "WholeRefusal", "mark"]
 
 
 def walk_cost(task: Any, releases: list[dict[str, Any]]) -> Any:
@@ -67,16 +67,13 @@ def collect_level(leader: Any, state: LeaderTaskState, window: int, data: bytes)
     task, levels = state.task, state.poplar1
     assert isinstance(levels, LevelRecords)
     with state.lock:
-        if leader.replica is not None:  # one of several processes: what the others recorded first
-            from ldp.aggregators.poplar1_scale_out import refresh_levels, run_levels
+        from ldp.aggregators.poplar1_scale_out import refresh_levels, run_levels
 
+        if leader.replica is not None:  # one of several processes: what the others recorded first
             refresh_levels(leader, state)
         param = levels.admit(task, window, data)
         if (window, param.level) not in levels.releases:
-            if leader.replica is None:
-                _run_level(leader, state, window, param)
-            else:
-                run_levels(leader, state, (window, param.level), collecting=True)
+            run_levels(leader, state, (window, param.level), collecting=True)
         count = len(levels.batch(window, param.level)[0])
         checksum = levels.batch(window, param.level)[1]
         if (window, param.level) not in levels.releases and count < task.min_batch_size:
@@ -101,18 +98,6 @@ def collect_level(leader: Any, state: LeaderTaskState, window: int, data: bytes)
             "levels_released": len(mine), "walk_epsilon": None if walk is None else walk.to_dict(),
             "releases": len(levels.releases), "cumulative_epsilon": None if every is None else every.to_dict(),
             "refused": dict(rec.get("rejected", {}))}
-
-
-def _run_level(leader: Any, state: LeaderTaskState, window: int, param: Any) -> None:
-    """The level's jobs in this process (module docstring, step 2): planned (:func:`plan_level`: a plan cut short
-    is finished first), then each one not finished run, in order."""
-    levels = state.poplar1
-    jobs = plan_level(leader, state, window, param)
-    assert jobs is not None  # one process: it always plans
-    plans = level_plans(levels, window, param.level)
-    for job_id in jobs:
-        if job_id not in levels.finished.get((window, param.level), {}):
-            _run_job(leader, state, window, param, job_id, plans[job_id])
 
 
 _PLANS: weakref.WeakKeyDictionary[Any, dict[str, dict[str, Any]]] = weakref.WeakKeyDictionary()
@@ -158,8 +143,7 @@ def plan_level(leader: Any, state: LeaderTaskState, window: int, param: Any) -> 
         if not leader.may_plan():
             return None
         job_id = new_job_id()
-        plan = {"job": job_id, "window": window, "level": param.level, "reports": [r.hex() for r in chunk]}
-        levels.records.write(levels.job_key(job_id, "plan"), plan)
+        record_plan(levels, job_id, window, param.level, chunk)
         jobs.append(job_id)
         at_point("leader_job_planned")
     if not leader.may_plan():
@@ -167,6 +151,23 @@ def plan_level(leader: Any, state: LeaderTaskState, window: int, param: Any) -> 
     if not levels.records.write(done_key, {"window": window, "level": param.level, "jobs": jobs}):
         return [str(j) for j in levels.records.read(done_key)["jobs"]]
     return jobs
+
+
+def record_plan(levels: LevelRecords, job_id: str, window: int, level: int, rids: list[bytes]) -> None:
+    """A job's plan recorded (created once: a plan redone after a kill finds the first), before the helper is
+    asked."""
+    plan = {"job": job_id, "window": window, "level": level, "reports": [r.hex() for r in rids]}
+    levels.records.write(levels.job_key(job_id, "plan"), plan)
+
+
+class WholeRefusal(AggregatorError):
+    """The helper refused a job's first round whole, having recorded nothing
+    (:func:`~ldp.aggregators.jobs.refused_whole`): the job may be split (:mod:`ldp.aggregators.poplar1_scale_out`)."""
+
+
+def mark(leader: Any) -> dict[str, Any]:
+    """What a finished job's record says of the process that ran it: the replica's name, if it is one."""
+    return {"replica": leader.replica} if leader.replica is not None else {}
 
 
 def _open(leader: Any, state: LeaderTaskState, param: Any, rids: list[bytes]
@@ -227,8 +228,13 @@ def _run_job(leader: Any, state: LeaderTaskState, window: int, param: Any, job_i
     share = vdaf.aggregate_init(param)
     if inits:
         body = AggregationJobInitReq(tuple(inits), param.to_bytes()).to_bytes()
-        first = _answer(leader.helper.aggregation_job(task.task_id, job_id, body), [i.report_share.report_id
-                                                                                   for i in inits])
+        try:
+            answer = leader.helper.aggregation_job(task.task_id, job_id, body)
+        except AggregatorError as exc:
+            if refused_whole(exc):
+                raise WholeRefusal(str(exc), exc.code, exc.status) from exc
+            raise
+        first = _answer(answer, [i.report_share.report_id for i in inits])
         finals = _continue(vdaf, first, states, refused)
         body = AggregationJobContinueReq(1, tuple(PrepareContinue(rid, finish(message))
                                                   for rid, (_, message) in finals.items())).to_bytes()
@@ -245,8 +251,7 @@ def _run_job(leader: Any, state: LeaderTaskState, window: int, param: Any, job_i
             else:
                 refused[rid] = ReportError.vdaf_invalid.code
         at_point("leader_job_answered")
-    mark = {"replica": leader.replica} if leader.replica is not None else {}
-    return levels.finish_job(job_id, window, param.level, accepted, refused, share.to_bytes(), **mark)
+    return levels.finish_job(job_id, window, param.level, accepted, refused, share.to_bytes(), **mark(leader))
 
 
 def _answer(body: bytes, rids: list[bytes]) -> tuple[Any, ...]:
