@@ -78,7 +78,7 @@ def setup(work: Path, n: int, bits: int, level: int, candidates: int, job_size: 
     import numpy as np
 
     from ldp import prio
-    from ldp.aggregators.poplar1_leader import plan_level
+    from ldp.aggregators.poplar1_jobs import plan_level
     from ldp.aggregators.poplar1_scale_out import refresh_levels
     from ldp.aggregators.task import Noise, Task
     from ldp.prio.poplar1 import agg_param, bits_of

@@ -11,7 +11,7 @@ the scaled-out Prio3 jobs' (:mod:`ldp.aggregators.scale_out`), with the same rec
 2. **Planning** is the replica's that holds the planner lease (the one Prio3's planning takes:
    :class:`~ldp.aggregators.scale_out.Planner`): the admitting replica if it holds it, else the holder at its next
    background pass. It reads every door's chunks and records each job's plan, then the level's list of jobs,
-   ``planned/w<window>-l<level>.json``, created once (:func:`~ldp.aggregators.poplar1_leader.plan_level`: a
+   ``planned/w<window>-l<level>.json``, created once (:func:`~ldp.aggregators.poplar1_jobs.plan_level`: a
    planner stopped midway is finished by the next; one that lost the lease writes nothing more).
 3. **Driving**: every replica whose background loop runs (``aggregate_every`` > 0:
    :meth:`~ldp.aggregators.leader.Leader.run_aggregation_jobs`), and the replica collecting, claims each planned job
@@ -42,7 +42,7 @@ from typing import Any
 
 from ldp.aggregators.crashpoints import at as at_point
 from ldp.aggregators.jobs import aside_error, child_job_ids, retry_gate
-from ldp.aggregators.poplar1_leader import WholeRefusal, _run_job, level_plans, mark, plan_level, record_plan
+from ldp.aggregators.poplar1_jobs import level_plans, mark, plan_level, record_plan, run_job
 from ldp.aggregators.poplar1_records import LevelRecords, decode_param
 from ldp.aggregators.records import job_key_parts
 from ldp.aggregators.scale_out import claim, refresh_leader
@@ -172,15 +172,15 @@ def _drive(leader: Any, state: LeaderTaskState, window: int, param: Any, jobs: l
         records.attempts[job_id] = (count + 1, now)
         plans = plans if plans is not None and job_id in plans else level_plans(levels, window, param.level)
         try:
-            rec = _run_job(leader, state, window, param, job_id, plans[job_id])
-        except WholeRefusal as exc:
-            halves = _split(leader, state, window, param, job_id, plans[job_id], exc)
-            todo[:0] = halves
-            totals.update(Counter(split=1) if halves else Counter(jobs=1, refused=1))
-            continue
+            rec = run_job(leader, state, window, param, job_id, plans[job_id])
         except AggregatorError as exc:
             state.failures[job_id] = f"level {param.level}: {exc.code}: {exc}"
             raise
+        if isinstance(rec, AggregatorError):  # the first round refused whole: split, as Prio3's
+            halves = _split(leader, state, window, param, job_id, plans[job_id], rec)
+            todo[:0] = halves
+            totals.update(Counter(split=1) if halves else Counter(jobs=1, refused=1))
+            continue
         state.failures.pop(job_id, None)
         if leader.replica is None:  # alone: its attempts serve no claim now (replicas keep them, as Prio3's)
             forget_attempts(state, job_id, attempts[job_id])

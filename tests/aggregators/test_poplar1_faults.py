@@ -159,7 +159,7 @@ def test_a_job_continued_after_its_level_was_released_is_refused(tmp_path: Path)
     """A first round the leader never continued (a leader that broke the rules): once the level is released its
     second round is refused ``batch_collected`` (else the helper would count it into a released level)."""
     from ldp.aggregators.messages import AggregationJobInitReq, AggregationJobResp
-    from ldp.aggregators.poplar1_leader import _open
+    from ldp.aggregators.poplar1_jobs import _open
     from ldp.aggregators.poplar1_messages import AggregationJobContinueReq
     from ldp.aggregators.poplar1_records import decode_param
 
