@@ -29,6 +29,16 @@ spends ``O(k²)`` per report there), and above only when it is told the candidat
 ``k = 128`` bits without candidates does nothing more than before. A fold that skips it leaves its counts at what
 they were: the test then sees only the reports counted (its own ``n`` per cohort and bin), which the fold chose by
 when they came, never by their content.
+
+**Two halves beyond** :data:`RATIO_COHORTS` **cohorts** (``pair_halves``, same shape): the same counts over the
+reports a fair coin of the fold's own put in half A (:func:`add_pair_bins`'s ``halves``: the coin of
+:class:`ldp.batch.rappor_pairs.PairChoice`, drawn per report, never from its content); half B is ``pair_bins −
+pair_halves``. Both are sums of counts, additive over batches, merges and files, and the memory is twice
+``pair_bins``'s (8.6 MB at ``k = 128, m = 64``). The candidates' test fits its weights on one half and sums them
+over the other (:func:`ldp.jobs.rappor_cross_fit.cross_fit_scores`). Any partition that does not look at the
+reports' bits keeps that test's level, so an aggregate whose halves count only part of its reports (merged with a
+file written before the halves existed: its reports all in half B) is tested as well; one with no half A at all
+(:func:`halves_source`) is tested on ``pair_bins`` alone.
 """
 
 from __future__ import annotations
@@ -41,8 +51,8 @@ import numpy.typing as npt
 
 from ldp.batch.bits import popcounts
 
-__all__ = ["BIN_BUDGET", "CHUNK", "FREE_BITS", "add_pair_bins", "bin_count", "bin_matrix", "bins_cells",
-           "ones_bins", "pair_bins_shape", "triangle_index"]
+__all__ = ["BIN_BUDGET", "CHUNK", "FREE_BITS", "RATIO_COHORTS", "add_pair_bins", "bin_count", "bin_matrix",
+           "bins_cells", "halves_source", "ones_bins", "pair_bins_shape", "pair_halves_shape", "triangle_index"]
 
 BIN_BUDGET = 1 << 20
 """The counters ``pair_bins`` may take (``m·B·(k + 1)(k + 2)/2``); one bin is kept even above it."""
@@ -50,6 +60,11 @@ FREE_BITS = 64
 """Filters of at most this many bits keep ``pair_bins`` on every fold; wider ones when told (module docstring)."""
 CHUNK = 1 << 15
 """Rows per product in :func:`add_pair_bins`."""
+RATIO_COHORTS = 16
+"""The most cohorts the likelihood ratio of binned cells pools (:func:`ldp.jobs.rappor_pair_law.candidate_pair_check`):
+beyond, the cohorts' boundary gains add up (honest windows of ``m = 64``, ``n = 10⁵``: Bonferroni ``p <= 0.1`` in
+11 of 20 at ``k = 32`` and 17 of 20 at ``k = 64``), and the fold keeps two halves (``pair_halves``) for the
+cross-fitted test instead."""
 
 
 def _triangle(k: int) -> int:
@@ -71,6 +86,25 @@ def pair_bins_shape(params: Any) -> tuple[int, int, int]:
     """``(m, B, (k + 1)(k + 2)/2)``, or ``(0, 0, 0)`` where none is kept (:func:`bin_count`)."""
     b = bin_count(params)
     return (params.num_cohorts, b, _triangle(params.num_bloombits)) if b else (0, 0, 0)
+
+
+def pair_halves_shape(params: Any) -> tuple[int, int, int]:
+    """``pair_halves``' shape: :func:`pair_bins_shape` beyond :data:`RATIO_COHORTS` cohorts, else ``(0, 0, 0)``."""
+    return pair_bins_shape(params) if params.num_cohorts > RATIO_COHORTS else (0, 0, 0)
+
+
+def halves_source(aggregate: Any) -> npt.NDArray[np.int64]:
+    """What the candidates' test reads from a fold's binned cells: ``(2, m, B, T)``, half A (``pair_halves``) and
+    half B (``pair_bins − pair_halves``), where the aggregate kept halves, some report is in half A and both are
+    counts (none negative); ``pair_bins`` itself otherwise (module docstring)."""
+    stat = np.asarray(aggregate.pair_bins, np.int64)
+    half = getattr(aggregate, "pair_halves", None)
+    if half is None or half.shape != stat.shape or not half.any():
+        return stat
+    other = stat - half
+    if half.min() < 0 or other.min() < 0:
+        return stat
+    return np.stack([np.asarray(half, np.int64), other])
 
 
 def ones_bins(params: Any) -> npt.NDArray[np.intp]:
@@ -127,10 +161,13 @@ def triangle_index(k: int) -> npt.NDArray[np.intp]:
 
 
 def add_pair_bins(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], k: int, bins: npt.NDArray[np.intp],
-                  out: npt.NDArray[np.int64]) -> None:
+                  out: npt.NDArray[np.int64], halves: npt.NDArray[np.bool_] | None = None,
+                  half_out: npt.NDArray[np.int64] | None = None) -> None:
     """Add a batch to ``out`` (``(m, B, (k + 1)(k + 2)/2)``, in place): per (cohort, bin of ``L``) group the upper
     triangle of ``Aᵀ·A``, ``A = [1 | x]``, over its reports (``bins``: :func:`ones_bins`). The reports are sorted by
-    group and each group multiplied out in float32 chunks of :data:`CHUNK` rows (exact)."""
+    group and each group multiplied out in float32 chunks of :data:`CHUNK` rows (exact). With ``halves`` (a coin
+    per report, true for half A) and ``half_out`` (``pair_halves``): the groups split by the coin too, each product
+    added to ``out`` and, for half A, to ``half_out`` (one pass: the same products, over half the rows each)."""
     g = np.asarray(cohorts).reshape(-1).astype(np.int64)
     if g.size == 0 or out.size == 0:
         return
@@ -138,10 +175,15 @@ def add_pair_bins(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], k: int
 
     r = np.ascontiguousarray(rows, dtype=np.uint8)
     nb = out.shape[1]
+    split = halves is not None and half_out is not None and half_out.size > 0
     key = g * nb + np.asarray(bins, np.int64)[popcounts(r, k)]
+    if split:
+        key = 2 * key + (~np.asarray(halves, bool).reshape(-1)).astype(np.int64)  # even: half A
+    width = 2 if split else 1
     order = np.argsort(key, kind="stable")
-    bounds = np.searchsorted(key[order], np.arange(out.shape[0] * nb + 1))
+    bounds = np.searchsorted(key[order], np.arange(out.shape[0] * nb * width + 1))
     flat = out.reshape(-1, out.shape[2])
+    flat_half = half_out.reshape(-1, out.shape[2]) if split and half_out is not None else None
     iu = np.triu_indices(k + 1)
     with threads_for(0.0):  # many small products: one BLAS thread
         for at in np.flatnonzero(np.diff(bounds)).tolist():
@@ -151,7 +193,10 @@ def add_pair_bins(cohorts: npt.NDArray[Any], rows: npt.NDArray[np.uint8], k: int
                 a = np.empty((sel.size, k + 1), np.float32)
                 a[:, 0] = 1.0
                 a[:, 1:] = np.unpackbits(r[sel], axis=1, count=k, bitorder="little")
-                flat[at] += np.rint((a.T @ a)[iu]).astype(np.int64)
+                prod = np.rint((a.T @ a)[iu]).astype(np.int64)
+                flat[at // width] += prod
+                if flat_half is not None and at % 2 == 0:
+                    flat_half[at // 2] += prod
 
 
 def bins_cells(stat: npt.NDArray[np.int64], a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.int64]:

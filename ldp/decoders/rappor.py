@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from ldp.batch.bits import add_ones_by_group, kernel_in_use
 from ldp.batch.rappor_evidence import BitsTogether, cooccurrence_sizes
-from ldp.batch.rappor_pair_bins import FREE_BITS, add_pair_bins, ones_bins, pair_bins_shape
+from ldp.batch.rappor_pair_bins import FREE_BITS, add_pair_bins, ones_bins, pair_bins_shape, pair_halves_shape
 from ldp.batch.rappor_pairs import PairChoice, pair_cells_shape, pair_grid_shape
 from ldp.decoders.base import Aggregate, StateLayout
 from ldp.decoders.rappor_decode import bit_count_variance
@@ -70,6 +70,7 @@ class RapporAggregate(Aggregate):
     pair_cells: npt.NDArray[np.int64]  # (m, J, 4(k − 1)): ldp.batch.rappor_pairs
     pair_grid: npt.NDArray[np.int64]  # (m, k + 1, k + 1, k + 1): every pair's cells, ldp.batch.rappor_pairs
     pair_bins: npt.NDArray[np.int64]  # (m, B, (k + 1)(k + 2)/2): every pair's cells, L binned (rappor_pair_bins)
+    pair_halves: npt.NDArray[np.int64]  # pair_bins over the reports of half A (m > 16 cohorts; rappor_pair_bins)
     keep_pairs: bool = False  # fill pair_bins above FREE_BITS bits too (the candidates will be tested)
     _together: BitsTogether | None = None  # the fold's choices of bits, made on the first fold
     _pairs: PairChoice | None = None  # the fold's choices of pairs (ldp.batch.rappor_pairs)
@@ -86,14 +87,15 @@ class RapporAggregate(Aggregate):
                 "together": (np.dtype(np.int64), (1 + len(sizes),)),
                 "pair_cells": (np.dtype(np.int64), pair_cells_shape(params)),
                 "pair_grid": (np.dtype(np.int64), pair_grid_shape(params)),
-                "pair_bins": (np.dtype(np.int64), pair_bins_shape(params))}
+                "pair_bins": (np.dtype(np.int64), pair_bins_shape(params)),
+                "pair_halves": (np.dtype(np.int64), pair_halves_shape(params))}
 
     def _fold(self, columns: dict[str, np.ndarray]) -> None:
         """Count reports per cohort and ones per (cohort, bit), in place (:func:`~ldp.batch.bits.add_ones_by_group`),
         and the per-report statistics (:class:`~ldp.batch.rappor_evidence.BitsTogether`): with the compiled kernel,
         in one pass over the rows (:meth:`~ldp.batch.rappor_evidence.BitsTogether.fold`); ``pair_bins`` while
         ``k <=`` :data:`~ldp.batch.rappor_pair_bins.FREE_BITS` or :attr:`keep_pairs`
-        (:func:`~ldp.batch.rappor_pair_bins.add_pair_bins`)."""
+        (:func:`~ldp.batch.rappor_pair_bins.add_pair_bins`), with ``pair_halves`` by a coin of the fold's own."""
         if self._together is None:
             self._together = BitsTogether(self.params)
         if self._pairs is None:
@@ -102,7 +104,8 @@ class RapporAggregate(Aggregate):
         self._pairs.add(cohorts, rows, self.pair_cells, self.pair_grid)
         k = self.params.num_bloombits
         if self.pair_bins.size and (k <= FREE_BITS or self.keep_pairs):
-            add_pair_bins(cohorts, rows, k, ones_bins(self.params), self.pair_bins)
+            halves = self._pairs.split(np.asarray(cohorts).size) if self.pair_halves.size else None
+            add_pair_bins(cohorts, rows, k, ones_bins(self.params), self.pair_bins, halves, self.pair_halves)
         if kernel_in_use():
             self._together.fold(cohorts, rows, self.cohort_n, self.ones, self.ones_hist, self.together)
             return

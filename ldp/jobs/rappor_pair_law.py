@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from ldp.batch.rappor_pair_bins import RATIO_COHORTS
 from ldp.jobs.poisoning import LawCheck, _check_alpha, _verdict
 
 __all__ = ["FIT_GAP", "PAIR_MIN", "RATIO_BINS", "RATIO_COHORTS", "SCREEN", "candidate_cells", "candidate_laws",
@@ -262,9 +263,6 @@ RATIO_BINS = 8
 by the likelihood ratio, as exact cells are; otherwise by the one-sided linear sum (:func:`candidate_pair_check`).
 With 7 bins (``k = 128, m = 16``) the ratio raised 4 false alarms in 300 honest windows where its share of the
 level (``0.01/7``) expects 0.4."""
-RATIO_COHORTS = 16
-"""The most cohorts the likelihood ratio of binned cells pools: beyond, the cohorts' boundary gains add up (honest
-windows of ``m = 64``, ``n = 10⁵``: Bonferroni ``p <= 0.1`` in 11 of 20 at ``k = 32`` and 17 of 20 at ``k = 64``)."""
 
 
 def candidate_cells(params: Any, source: npt.NDArray[np.int64], pairs: npt.NDArray[np.intp],
@@ -333,14 +331,21 @@ _Found = tuple[int, float, float, str, str]
 """The most extreme candidate's row, its statistic, the Bonferroni p-value and the message's two parts."""
 
 
+def _linear_z(params: Any, cells: npt.NDArray[np.float64], laws: npt.NDArray[np.float64],
+              fake: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``(D,)``: the self-normalised sum of fixed one-sided weights over each candidate's binned cells (mean 0 for
+    filters holding both bits or neither, ``<= 0`` for one alone, 1 for a fake report)."""
+    from ldp.jobs.rappor_shared_share import linear_scores, one_sided_weights
+
+    exact = [al == be for al, be, _ in pair_types(params)]
+    return linear_scores(cells, one_sided_weights(laws, fake, reference_law(params) @ laws, exact))
+
+
 def _binned_statistic(params: Any, cells: npt.NDArray[np.float64], laws: npt.NDArray[np.float64],
                       fake: npt.NDArray[np.float64], d: int, bins: int, shortlist: int) -> _Found:
     """:func:`candidate_pair_check` on binned cells: the most extreme candidate, its ``z``, the Bonferroni ``p``
     over ``d`` and the message's two parts (a self-normalised sum, ``N(0, 1)`` on honest data whatever the mix)."""
-    from ldp.jobs.rappor_shared_share import linear_scores, one_sided_weights
-
-    exact = [al == be for al, be, _ in pair_types(params)]  # both bits or neither: mean 0; one alone: <= 0
-    z = linear_scores(cells, one_sided_weights(laws, fake, reference_law(params) @ laws, exact))
+    z = _linear_z(params, cells, laws, fake)
     worst = int(np.argmax(z))
     total = float(z[worst])
     p = float(min(1.0, d * stats.norm.sf(total)))
@@ -364,6 +369,18 @@ def _grid_statistic(params: Any, cells: npt.NDArray[np.float64], laws: npt.NDArr
     return worst, total, p, how, f"likelihood ratio {total:,.1f} beyond every honest mixture"
 
 
+def _distinct(params: Any, pairs: npt.NDArray[np.intp], used: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+    """One candidate (its row) per distinct pattern of pairs over the tested cohorts ``used``, among those with a
+    pair in some of them: the ``D`` of the Bonferroni correction."""
+    key = np.where(pairs[:, used, 0] >= 0, pairs[:, used, 0] * params.num_bloombits + pairs[:, used, 1], -1)
+    live = (key >= 0).any(axis=1) if used.size else np.zeros(pairs.shape[0], bool)
+    if not live.any():
+        return np.zeros(0, np.intp)
+    _, first = np.unique(key[live], axis=0, return_index=True)
+    out: npt.NDArray[np.intp] = np.flatnonzero(live)[np.asarray(first)]
+    return out
+
+
 def candidate_pair_check(params: Any, grid: npt.ArrayLike, candidates: Any, alpha: float, reports: int,
                          shortlist: int = SCREEN) -> LawCheck:
     """The candidates' own pairs (:mod:`ldp.jobs.rappor_poisoning`): for each candidate string ``s`` its pair
@@ -373,36 +390,47 @@ def candidate_pair_check(params: Any, grid: npt.ArrayLike, candidates: Any, alph
     on its boundary: asymptotically ``½χ²₀ + ½χ²₁``), ``p = min(1, D·P(χ²₁ >= max_s T_s))``; the ratios of the
     ``shortlist`` of largest score are computed (:func:`_screened`), the others count 0. From ``pair_bins`` with
     at least :data:`RATIO_BINS` bins of ``L``: the same ratio on the binned cells (their laws exact,
-    :func:`candidate_laws`), while at most :data:`RATIO_COHORTS` cohorts are tested. Otherwise: ``z_s`` the
-    self-normalised sum of weights of mean ``<= 0`` for every honest type (0 for the filters holding both bits or
-    neither) and 1 for a fake report (:func:`ldp.jobs.rappor_shared_share.one_sided_weights`,
-    :func:`~ldp.jobs.rappor_shared_share.linear_scores`), ``p = min(1, D·P(N(0, 1) >= max_s z_s))``: its null
-    law needs no honest mix inside the types' hull (with few bins the likelihood ratio's asymptotic law fails where
-    the mix sits on the hull's faces: one filter in ``k/2`` holds a given bit, and the cohorts' boundary gains add
-    up where ``L`` is binned away). Bonferroni over the ``D`` distinct candidates
-    (distinct pairs across the cohorts) with a pair in some tested cohort: every candidate counts in ``D``, so which
-    are computed may depend on the data."""
+    :func:`candidate_laws`), while at most :data:`RATIO_COHORTS` cohorts are tested. From the fold's two halves
+    (``(2, m, B, T)``, kept beyond :data:`RATIO_COHORTS` cohorts): ``z_s`` the cross-fitted sum
+    (:func:`ldp.jobs.rappor_cross_fit.cross_fit_statistic`) of the ``shortlist`` of largest score among the
+    ``4·shortlist`` of largest fixed-weight ``z`` (the others 0), ``p = min(1, D·P(N(0, 1) >= max_s z_s))``.
+    Otherwise (fewer bins, or an aggregate without halves): ``z_s`` the self-normalised sum of fixed weights of mean
+    ``<= 0`` for every honest type (0 for filters holding both bits or neither) and 1 for a fake report
+    (:func:`_linear_z`), ``p = min(1, D·P(N(0, 1) >= max_s z_s))``: its null law needs no honest mix inside the
+    types' hull (with few bins the likelihood ratio's asymptotic law fails where the mix sits on the hull's faces:
+    one filter in ``k/2`` holds a given bit). Bonferroni over the ``D`` distinct candidates (distinct pairs across
+    the cohorts) with a pair in some tested cohort: every candidate counts in ``D``, so which are computed may
+    depend on the data."""
     pr = params.protocol
     alpha = _check_alpha(alpha)
     g = np.asarray(grid, dtype=np.int64)
-    binned = g.ndim == 3
+    k = params.num_bloombits  # the fold's two halves (ldp.batch.rappor_pair_bins.halves_source), not pair_grid:
+    halves = g.ndim == 4 and g.shape[0] == 2 and g.shape[-1] == (k + 1) * (k + 2) // 2
+    whole = g.sum(axis=0) if halves else g
+    binned = whole.ndim == 3
     laws, fake = candidate_laws(params, binned)
     pairs = candidate_pairs(params, candidates)  # (D, m, 2)
-    counted = (g[:, :, 0].sum(axis=1) if binned else g[:, :, 0, 0].sum(axis=1)) if g.size else np.zeros(0)
+    counted = (whole[:, :, 0].sum(axis=1) if binned else whole[:, :, 0, 0].sum(axis=1)) if g.size else np.zeros(0)
     used = np.flatnonzero(counted >= PAIR_MIN)
-    key = np.where(pairs[:, used, 0] >= 0, pairs[:, used, 0] * params.num_bloombits + pairs[:, used, 1], -1)
-    live = (key >= 0).any(axis=1) if used.size else np.zeros(pairs.shape[0], bool)
-    distinct, first = np.unique(key[live], axis=0, return_index=True) if live.any() else (np.zeros((0, 0)), [])
-    d = int(len(distinct))
+    rows = _distinct(params, pairs, used)
+    d = int(rows.size)
     if d == 0:
         return LawCheck("pair_candidates", pr, int(reports), 0.0, 0.0, 0.0, 0.0, 1.0, alpha, "ok",
                         f"{pr}: the candidates' own pairs of bits: no cohort has {PAIR_MIN} reports, or no candidate "
                         f"has two bits (ok at {alpha:g})")
-    rows = np.flatnonzero(live)[np.asarray(first)]  # one candidate per distinct pattern
-    cells = candidate_cells(params, g, pairs[rows], used)
-    binned = binned and (g.shape[1] < RATIO_BINS or used.size > RATIO_COHORTS)
-    statistic = _binned_statistic if binned else _grid_statistic
-    worst, total, p, how, what = statistic(params, cells, laws, fake, d, g.shape[1], shortlist)
+    if halves:
+        from ldp.jobs.rappor_cross_fit import cross_fit_statistic
+
+        cells = np.stack([candidate_cells(params, half, pairs[rows], used) for half in g])
+        pre = np.argsort(-_linear_z(params, cells.sum(axis=0), laws, fake), kind="stable")[:4 * shortlist]
+        top = pre[_screened(cells.sum(axis=0)[pre], laws, fake, shortlist)]  # a fit for 4·shortlist at most
+        worst, total, p, how, what = cross_fit_statistic(params, g, cells, top, (laws, fake, pair_types(params)),
+                                                         list(candidates), pairs, rows, used)
+    else:
+        cells = candidate_cells(params, g, pairs[rows], used)
+        binned = binned and (g.shape[1] < RATIO_BINS or used.size > RATIO_COHORTS)
+        statistic = _binned_statistic if binned else _grid_statistic
+        worst, total, p, how, what = statistic(params, cells, laws, fake, d, whole.shape[1], shortlist)
     verdict = _verdict(p, alpha)
     names = list(candidates)
     msg = (f"{pr}: a candidate's own bits set together: {what} for {names[int(rows[worst])]!r} (one fake share "

@@ -77,7 +77,9 @@ independently, whatever its value. So:
   candidate is tested, so which ratios are computed (the 8 of largest score at the honest fit, the others counted
   0, a lower bound) may depend on the data without breaking the level. Elsewhere the fold keeps ``pair_bins``
   (:mod:`ldp.batch.rappor_pair_bins`): the same ratio on cells with ``L`` binned while there are at least 8 bins and
-  at most 16 cohorts, a one-sided linear sum otherwise (:func:`~ldp.jobs.rappor_pair_law.candidate_pair_check`).
+  at most 16 cohorts, beyond them a sum over one half of the fold's reports with weights fitted on the other
+  (cross-fitted, :func:`~ldp.jobs.rappor_cross_fit.cross_fit_scores`), a one-sided linear sum otherwise
+  (:func:`~ldp.jobs.rappor_pair_law.candidate_pair_check`).
   No top candidates are chosen by their estimated
   frequency: that choice would use the tested data (a split would halve the reports). With the candidates, this
   check takes the chosen-pair test's place in the window's family (:func:`candidate_evidence`), so the family's
@@ -370,11 +372,15 @@ def _bins_recorded(aggregate: Any) -> bool:
 
 def candidate_source(aggregate: Any) -> Any:
     """What the candidates' own-pair test reads: ``pair_grid`` (exact cells) where the fold kept it, else
-    ``pair_bins`` (binned cells), each only when its counts are ones a fold can make; ``None`` otherwise."""
+    ``pair_bins`` (binned cells; its two halves where the fold kept them,
+    :func:`ldp.batch.rappor_pair_bins.halves_source`), each only when its counts are ones a fold can make; ``None``
+    otherwise."""
+    from ldp.batch.rappor_pair_bins import halves_source
+
     if _grid_recorded(aggregate):
         return aggregate.pair_grid
     if _bins_recorded(aggregate):
-        return aggregate.pair_bins
+        return halves_source(aggregate)
     return None
 
 

@@ -14,6 +14,10 @@ cohorts, asymptotically ``½χ²₀ + ½χ²₁`` under the null (``φ = 0`` on 
 EM iterate's log-likelihood plus its Jensen gap ``N·log(max_t D_t / N)``, ``D_t = Σ_i c_i·A_ti / mix_i``
 (:func:`null_upper`); the fit with fakes at a feasible point (an EM iterate, a lower bound). Both fits are EM
 steps on whole arrays ``(candidates, cohorts, cells)``: no loop per candidate or cohort.
+
+**Beyond 16 cohorts** the ratio's null law fails (every cohort's honest fit on its boundary gains a little, and
+64 cohorts add it up): the test there is cross-fitted over two halves of the fold's reports
+(:mod:`ldp.jobs.rappor_cross_fit`), with :func:`shared_share_fit` for its fits.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = ["NULL_STEPS", "SHARE_STEPS", "linear_scores", "null_free_weights", "null_upper", "one_sided_weights",
-           "shared_share_ratios"]
+           "shared_share_fit", "shared_share_ratios"]
 
 NULL_STEPS = 400
 """EM steps of each cohort's honest fit (its value then bounded above by the gap)."""
@@ -95,18 +99,16 @@ def _share_em(v: npt.NDArray[np.float64], phi: npt.NDArray[np.float64], c: npt.N
     return a * ((1.0 - phi)[:, None] / np.maximum(n_g - f, _TINY))[:, :, None], phi
 
 
-def shared_share_ratios(cells: npt.ArrayLike, laws: npt.NDArray[np.float64], fake: npt.NDArray[np.float64],
-                        steps: int = SHARE_STEPS, null_steps: int = NULL_STEPS) -> npt.NDArray[np.float64]:
-    """``(D,)``: ``T_s`` (module docstring) of each candidate's cells ``(D, G, C)`` (a cohort of no reports adds
-    nothing). The fit with fakes starts from the honest fit with a share of 1 % and runs EM with the share common to
-    the cohorts (:func:`_share_em`: with ``F_g``, ``A_gt`` the expected fake and type-``t`` reports of cohort
-    ``g``, ``φ = Σ_g F_g / Σ_g N_g`` and ``v_gt = A_gt·(1 − φ)/(N_g − F_g)``, the maximiser of the expected
-    log-likelihood under ``Σ_t v_gt + φ = 1``), accelerated by SQUAREM as :func:`null_upper` (an extrapolated
-    point made feasible: ``φ`` clipped to ``[0, 1)``, each cohort's ``v`` scaled to ``1 − φ``); its value is the
-    best feasible point's, a lower bound."""
-    c = np.asarray(cells, np.float64)
-    if c.ndim != 3:
-        raise ValueError(f"cells must be (candidates, cohorts, cells), got shape {c.shape}")
+def shared_share_fit(c: npt.NDArray[np.float64], laws: npt.NDArray[np.float64], fake: npt.NDArray[np.float64],
+                     steps: int = SHARE_STEPS, null_steps: int = NULL_STEPS) -> tuple[npt.NDArray[np.float64], ...]:
+    """``(U, v, φ, ℓ₁)`` of cells ``c`` (``(D, G, C)``): each cohort's honest bound ``U`` (:func:`null_upper`,
+    ``(D, G)``) and the fit with a share ``φ`` (``(D,)``) common to the cohorts, each cohort's honest weights ``v``
+    (``(D, G, T)``, summing to ``1 − φ``) and its log-likelihood ``ℓ₁`` (``(D,)``, a feasible point's: a lower
+    bound). It starts from the honest fit with a share of 1 % and runs EM with the share common to the cohorts
+    (:func:`_share_em`: with ``F_g``, ``A_gt`` the expected fake and type-``t`` reports of cohort ``g``,
+    ``φ = Σ_g F_g / Σ_g N_g`` and ``v_gt = A_gt·(1 − φ)/(N_g − F_g)``, the maximiser of the expected log-likelihood
+    under ``Σ_t v_gt + φ = 1``), accelerated by SQUAREM as :func:`null_upper` (an extrapolated point made
+    feasible: ``φ`` clipped to ``[0, 1)``, each cohort's ``v`` scaled to ``1 − φ``)."""
     upper, w0 = null_upper(c, laws, null_steps)
     d, g, t = w0.shape
     n_g = c.sum(axis=2)  # (D, G)
@@ -130,7 +132,18 @@ def shared_share_ratios(cells: npt.ArrayLike, laws: npt.NDArray[np.float64], fak
         vj, pj = _share_em(vj, pj, c, laws, fake, n_g, total)
         better = value(vj, pj) >= value(v2, phi2)
         v, phi = np.where(better[:, None, None], vj, v2), np.where(better, pj, phi2)
-    best = np.maximum(value(v, phi), -np.inf)
+    return upper, v, phi, np.maximum(value(v, phi), -np.inf)
+
+
+def shared_share_ratios(cells: npt.ArrayLike, laws: npt.NDArray[np.float64], fake: npt.NDArray[np.float64],
+                        steps: int = SHARE_STEPS, null_steps: int = NULL_STEPS) -> npt.NDArray[np.float64]:
+    """``(D,)``: ``T_s`` (module docstring) of each candidate's cells ``(D, G, C)`` (a cohort of no reports adds
+    nothing): ``2·(ℓ₁ − Σ_g U_g)`` of :func:`shared_share_fit`, the fit with fakes at a feasible point (a lower
+    bound) and the honest one at its upper bound, so never above the exact ratio."""
+    c = np.asarray(cells, np.float64)
+    if c.ndim != 3:
+        raise ValueError(f"cells must be (candidates, cohorts, cells), got shape {c.shape}")
+    upper, _, _, best = shared_share_fit(c, laws, fake, steps, null_steps)
     out: npt.NDArray[np.float64] = np.maximum(2.0 * (best - upper.sum(axis=1)), 0.0)
     return out
 
