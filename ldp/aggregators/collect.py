@@ -37,7 +37,7 @@ from ldp.aggregators.task import Task
 from ldp.errors import AggregatorError, PrioError
 from ldp.privacy.share_noise import from_field
 
-__all__ = ["Collection", "open_collection", "collection_document", "estimates"]
+__all__ = ["Collection", "open_collection", "collection_document", "shares_document", "estimates"]
 
 
 @dataclass(frozen=True)
@@ -112,13 +112,11 @@ def open_collection(task: Task, keypair: Any, doc: dict[str, Any]) -> Collection
                       dict(doc.get("refused", {})), device["device_epsilon"], device["cumulative_device_epsilon"])
 
 
-def collection_document(task: Task, collection: bytes, status: dict[str, Any] | None) -> dict[str, Any]:
-    """What :func:`open_collection` reads, from DAP-09's ``Collection`` (the shares and the count) and the figures
-    the leader's ``/status`` states for the release (this project's; ``None`` for a leader that has no status, as
-    another DAP implementation's: then this release's figures are computed from the task's noise, and those over
-    the releases are not stated, since the number of releases is the leader's to know)."""
+def shares_document(task: Task, collection: bytes) -> dict[str, Any]:
+    """DAP-09's ``Collection`` of one window of ``task`` as :func:`open_collection` and
+    :func:`ldp.aggregators.heavy_hitters.open_level` read it: the window, the report count and both sealed shares;
+    a Collection that does not decode, or is of another interval than one window of the task, is refused."""
     from ldp.aggregators.collection_messages import Collection as DapCollection, MessageError
-    from ldp.aggregators.release import task_terms
 
     try:
         dap = DapCollection.from_bytes(collection)
@@ -128,9 +126,19 @@ def collection_document(task: Task, collection: bytes, status: dict[str, Any] | 
     if dap.interval != Interval(window, task.window_seconds) or window % task.window_seconds:
         raise AggregatorError(f"the leader's Collection is of {dap.interval}, not one window of the task",
                               "invalid_message", 502)
-    doc: dict[str, Any] = {"window": window, "report_count": dap.report_count,
-                           "leader_share": dap.leader_share.to_bytes().hex(),
-                           "helper_share": dap.helper_share.to_bytes().hex()}
+    return {"window": window, "report_count": dap.report_count, "leader_share": dap.leader_share.to_bytes().hex(),
+            "helper_share": dap.helper_share.to_bytes().hex()}
+
+
+def collection_document(task: Task, collection: bytes, status: dict[str, Any] | None) -> dict[str, Any]:
+    """What :func:`open_collection` reads, from DAP-09's ``Collection`` (the shares and the count) and the figures
+    the leader's ``/status`` states for the release (this project's; ``None`` for a leader that has no status, as
+    another DAP implementation's: then this release's figures are computed from the task's noise, and those over
+    the releases are not stated, since the number of releases is the leader's to know)."""
+    from ldp.aggregators.release import task_terms
+
+    doc = shares_document(task, collection)
+    window = doc["window"]
     entry = next((t for t in (status or {}).get("tasks", []) if t.get("task_id") == task.id_text), None)
     release = next((r for r in (entry or {}).get("releases", []) if r.get("window") == window), None)
     if entry is None or release is None:

@@ -53,18 +53,9 @@ def dap_level(task: Task, collection: bytes) -> dict[str, Any]:
     aggregation parameter: :meth:`ldp.aggregators.http.LeaderClient.collect`): the window, the report count and
     both sealed shares. A leader of another implementation states no figures: :func:`collector_walk_cost` computes
     the walk's from the task."""
-    from ldp.aggregators.collection_messages import Collection, MessageError
+    from ldp.aggregators.collect import shares_document
 
-    try:
-        dap = Collection.from_bytes(collection)
-    except MessageError as exc:
-        raise AggregatorError(f"the leader's Collection does not decode: {exc}", "invalid_message", 502) from None
-    window = dap.interval.start
-    if dap.interval != Interval(window, task.window_seconds) or window % task.window_seconds:
-        raise AggregatorError(f"the leader's Collection is of {dap.interval}, not one window of the task",
-                              "invalid_message", 502)
-    return {"window": window, "report_count": dap.report_count, "leader_share": dap.leader_share.to_bytes().hex(),
-            "helper_share": dap.helper_share.to_bytes().hex()}
+    return shares_document(task, collection)
 
 
 def collector_walk_cost(task: Task, levels: int) -> dict[str, Any] | None:

@@ -7,29 +7,15 @@ the task) and, without noise, finds exactly the strings held by at least that ma
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-from support.loopback_aggregators import LoopbackAggregators, TaskSpec, ldp_command
+from support.loopback_aggregators import LoopbackAggregators, TaskSpec
+from support.poplar1_e2e import HOLDERS, SPEC, T0, THRESHOLD, walk_found
 
 from ldp.client import TelemetryClient
 from ldp.errors import BudgetExceeded
 from ldp.spec import CollectionSpec
-
-WINDOW = 86400
-NOW = int(time.time())
-T0 = NOW - NOW % WINDOW - WINDOW
-"""Yesterday's window: ended, so it can be collected, and younger than the leader's report expiry (7 days)."""
-THRESHOLD = 3
-HOLDERS = {"hi": 4, "é": 3, "no": 2, "z": 1}
-"""10 devices: "hi" and "é" (2 bytes of UTF-8) at or above T = 3, "no" and "z" below."""
-SPEC = {"spec_version": 1, "name": "words", "budget": {"per_window": 4, "lifetime": 100},
-        "metrics": {"new_words": {"protocol": "poplar1", "params": {"bits": 16, "threshold": THRESHOLD,
-                                                                    "max_candidates": 16},
-                                  "budget": {"per_report": 2.0, "per_window": 2.0}, "trust": "two-aggregator"}}}
 
 
 def test_devices_record_strings_and_the_walk_finds_exactly_those_with_t_holders(tmp_path: Path) -> None:
@@ -55,13 +41,7 @@ def test_devices_record_strings_and_the_walk_finds_exactly_those_with_t_holders(
                         device.record("new_words", text)
                 result = device.upload()
                 assert (result.accepted, result.stopped, result.rejected) == (1, "empty", {}), result
-        out = tmp_path / "found.json"
-        root = tmp_path / "deploy" / "collector"
-        ldp_command("collect", "--task", str(files["new_words"]), "--key", str(root / "hpke.json"),
-                    "--token-file", str(root / "leader.token"), "--window", str(T0), "--heavy-hitters",
-                    "--out", str(out))
-        doc: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-        found = {bytes.fromhex(s["bits"]).rstrip(b"\0").decode("utf-8"): s["count"] for s in doc["strings"]}
+        found, doc = walk_found(tmp_path / "deploy", files["new_words"], tmp_path / "found.json")
         assert found == {"hi": 4, "é": 3}, (doc, agg.log("leader"))
         assert (doc["threshold"], doc["bits"], doc["report_count"]) == (THRESHOLD, 16, len(values))
     finally:

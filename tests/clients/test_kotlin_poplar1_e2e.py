@@ -17,26 +17,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
-from support.loopback_aggregators import LoopbackAggregators, TaskSpec, ldp_command, prio
+from support.loopback_aggregators import LoopbackAggregators, TaskSpec, prio
+from support.poplar1_e2e import HOLDERS, SPEC, T0, THRESHOLD, walk_found
 from test_kotlin_dap_e2e import java_command
 
 from ldp.spec import CollectionSpec
-
-WINDOW = 86400
-NOW = int(time.time())
-T0 = NOW - NOW % WINDOW - WINDOW
-"""Yesterday's window: ended, so it can be collected, and younger than the leader's report expiry (7 days)."""
-THRESHOLD = 3
-HOLDERS = {"hi": 4, "é": 3, "no": 2, "z": 1}
-"""10 devices: "hi" and "é" (2 bytes of UTF-8) at or above T = 3, "no" and "z" below."""
-SPEC = {"spec_version": 1, "name": "words", "budget": {"per_window": 4, "lifetime": 100},
-        "metrics": {"new_words": {"protocol": "poplar1", "params": {"bits": 16, "threshold": THRESHOLD,
-                                                                    "max_candidates": 16},
-                                  "budget": {"per_report": 2.0, "per_window": 2.0}, "trust": "two-aggregator"}}}
 
 
 def _text(bits: list[int]) -> str:
@@ -77,13 +65,7 @@ def test_jvm_devices_record_strings_and_the_walk_finds_exactly_those_with_t_hold
             assert device["spent"] == {"new_words": 2.0}, device
         assert [_text(bits) for bits in out["made"]["new_words"]] == values
         assert all(len(bits) == 16 for bits in out["made"]["new_words"])
-        found_file = tmp_path / "found.json"
-        root = tmp_path / "deploy" / "collector"
-        ldp_command("collect", "--task", str(task_file), "--key", str(root / "hpke.json"),
-                    "--token-file", str(root / "leader.token"), "--window", str(T0), "--heavy-hitters",
-                    "--out", str(found_file))
-        doc: dict[str, Any] = json.loads(found_file.read_text(encoding="utf-8"))
-        found = {bytes.fromhex(s["bits"]).rstrip(b"\0").decode("utf-8"): s["count"] for s in doc["strings"]}
+        found, doc = walk_found(tmp_path / "deploy", task_file, tmp_path / "found.json")
         assert found == {"hi": 4, "é": 3}, (doc, agg.log("leader"))
         assert (doc["threshold"], doc["bits"], doc["report_count"]) == (THRESHOLD, 16, len(values))
     finally:

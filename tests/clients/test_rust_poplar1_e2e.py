@@ -19,22 +19,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.loopback_aggregators import LoopbackAggregators, TaskSpec, ldp_command
+from support.loopback_aggregators import LoopbackAggregators, TaskSpec
+from support.poplar1_e2e import T0, THRESHOLD, walk_found
 from test_rust_dap_e2e import program
 
 from ldp.spec import CollectionSpec
 
 SEED = "727573742d706f706c617231"  # "rust-poplar1": the devices' (unused) local noise stream
-WINDOW = 86400
-NOW = int(time.time())
-T0 = NOW - NOW % WINDOW - WINDOW
-"""Yesterday's window: ended, so it can be collected, and younger than the leader's report expiry (7 days)."""
-THRESHOLD = 3
 SPEC = {"spec_version": 1, "name": "rust_words", "budget": {"per_window": 10, "lifetime": 100},
         "metrics": {"new_words": {"protocol": "poplar1", "params": {"bits": 16, "threshold": THRESHOLD,
                                                                     "max_candidates": 8},
@@ -84,11 +79,7 @@ def test_rust_devices_record_strings_and_the_walk_finds_exactly_those_with_t_hol
         assert (result["accepted"], result["acknowledged"], result["pending"]) == (n, n, 0), result
         assert (result["rejected"], result["duplicates"]) == ({}, 0), result
         assert all(device == {"new_words": 0.0 + 1.0 + 1.0} for device in result["spent"]), result["spent"]
-        out, root = tmp_path / "found.json", tmp_path / "deploy" / "collector"
-        ldp_command("collect", "--task", str(task), "--key", str(root / "hpke.json"), "--token-file",
-                    str(root / "leader.token"), "--window", str(T0), "--heavy-hitters", "--out", str(out))
-        doc: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-        found = {bytes.fromhex(s["bits"]).rstrip(b"\0").decode("utf-8"): s["count"] for s in doc["strings"]}
+        found, doc = walk_found(tmp_path / "deploy", task, tmp_path / "found.json")
         assert found == {"hi": 5, "ok": 4}, (doc, agg.log("leader"))
         assert (doc["threshold"], doc["bits"], doc["report_count"]) == (THRESHOLD, 16, n)
         again = run_devices(tmp_path, task)  # the states hold nothing more: a second run sends nothing

@@ -15,31 +15,18 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from support import ROOT
-from support.loopback_aggregators import LoopbackAggregators, TaskSpec, ldp_command
+from support.loopback_aggregators import LoopbackAggregators, TaskSpec
+from support.poplar1_e2e import HOLDERS, SPEC, T0, THRESHOLD, walk_found
 
 from ldp.spec import CollectionSpec
 
 CLIENT = ROOT / "clients" / "typescript"
 DEVICE = CLIENT / "test-support" / "dap-device.mjs"
 WASM = CLIENT / "dist" / "dap" / "wasm" / "ldp_dap_bg.wasm"
-WINDOW = 86400
-NOW = int(time.time())
-T0 = NOW - NOW % WINDOW - WINDOW
-"""Yesterday's window: ended, so it can be collected, and younger than the leader's report expiry (7 days)."""
-THRESHOLD = 3
-HOLDERS = {"hi": 4, "é": 3, "no": 2, "z": 1}
-"""10 devices: "hi" and "é" (2 bytes of UTF-8) at or above T = 3, "no" and "z" below. Each device also tries "a\\0"
-(ending in the pad), refused."""
-SPEC = {"spec_version": 1, "name": "words", "budget": {"per_window": 4, "lifetime": 100},
-        "metrics": {"new_words": {"protocol": "poplar1", "params": {"bits": 16, "threshold": THRESHOLD,
-                                                                    "max_candidates": 16},
-                                  "budget": {"per_report": 2.0, "per_window": 2.0}, "trust": "two-aggregator"}}}
 
 
 def _node() -> str:
@@ -81,13 +68,7 @@ def test_node_devices_record_strings_and_the_walk_finds_exactly_those_with_t_hol
             assert (device["result"]["accepted"], device["result"]["stopped"], device["pending"]) == (1, "empty", 0)
             made += device["made"]["new_words"]
         assert made == [text.encode().ljust(2, b"\0").hex() for text in values]
-        found_file = tmp_path / "found.json"
-        root = tmp_path / "deploy" / "collector"
-        ldp_command("collect", "--task", str(task_file), "--key", str(root / "hpke.json"),
-                    "--token-file", str(root / "leader.token"), "--window", str(T0), "--heavy-hitters",
-                    "--out", str(found_file))
-        doc: dict[str, Any] = json.loads(found_file.read_text(encoding="utf-8"))
-        found = {bytes.fromhex(s["bits"]).rstrip(b"\0").decode("utf-8"): s["count"] for s in doc["strings"]}
+        found, doc = walk_found(tmp_path / "deploy", task_file, tmp_path / "found.json")
         assert found == {"hi": 4, "é": 3}, (doc, agg.log("leader"))
         assert (doc["threshold"], doc["bits"], doc["report_count"]) == (THRESHOLD, 16, len(values))
     finally:
