@@ -84,6 +84,7 @@ class Aggregate(ABC):
     """Streaming, mergeable sufficient statistics of one protocol under one parameter set."""
 
     params_type: ClassVar[type[ProtocolParams]]
+    coin_fields: ClassVar[tuple[str, ...]] = ()  # arrays the fold's own coins fill (ldp.jobs.store.same_reports)
 
     def __init__(self, params: ProtocolParams) -> None:
         if not isinstance(params, self.params_type):

@@ -62,6 +62,7 @@ class RapporAggregate(Aggregate):
     (:mod:`ldp.batch.rappor_evidence`)."""
 
     params_type: ClassVar[type] = RapporParams
+    coin_fields: ClassVar[tuple[str, ...]] = ("pair_cells", "pair_halves")  # the pair test's split, the halves
     params: RapporParams
     cohort_n: npt.NDArray[np.int64]  # (m,), created by _init_state
     ones: npt.NDArray[np.int64]  # (m, k)

@@ -28,8 +28,8 @@ from ldp.spec import CollectionSpec
 from ldp.storage.local import fsync_dir, write_atomic
 
 __all__ = ["AGG_SUFFIX", "Merged", "canonical_bytes", "fsync_dir", "write_atomic", "write_all", "write_synced",
-           "write_aggregate",
-           "read_aggregate", "pack_parts", "unpack_parts", "merge_into", "merge_files", "aggregate_files_in"]
+           "write_aggregate", "read_aggregate", "same_reports", "pack_parts", "unpack_parts", "merge_into",
+           "merge_files", "aggregate_files_in"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +91,22 @@ def read_aggregate(path: str | os.PathLike[str]) -> Aggregate:
         return Aggregate.from_bytes(Path(path).read_bytes())
     except ValueError as exc:
         raise AggregateFormatError(f"{os.fspath(path)}: {exc}") from None
+
+
+def same_reports(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two aggregate files hold the same reports' statistics: the same bytes, or the same protocol,
+    parameters, counts and refusals and every array equal but those the fold's own coins fill (the aggregate type's
+    ``coin_fields``: RAPPOR's pair test split and its halves, fresh OS entropy each fold, so the same reports folded
+    twice differ there)."""
+    if Path(a).read_bytes() == Path(b).read_bytes():
+        return True
+    import numpy as np
+
+    x, y = read_aggregate(a), read_aggregate(b)
+    if type(x) is not type(y) or x.params != y.params or (x.n, x.rejected) != (y.n, y.rejected):
+        return False
+    return all(np.array_equal(getattr(x, name), getattr(y, name))
+               for name in type(x).state_layout(x.params) if name not in type(x).coin_fields)
 
 
 def pack_parts(aggregates: Mapping[Key, Aggregate]) -> bytes:
