@@ -10,8 +10,9 @@ drives the levels already admitted) and, asked for a level (:func:`collect_level
 2. runs the level's jobs: first any planned and not finished (a leader killed mid-job redoes it with the same ID and
    the same requests: verification is deterministic, and the helper answers from its records), then the window's
    reports in no job of this level, ``job_size`` per job, each plan recorded before the helper is asked, then the
-   level's list of jobs (:func:`~ldp.aggregators.poplar1_jobs.plan_level`), each job's attempts recorded, retried, set aside or split as Prio3's
-   (:mod:`ldp.aggregators.poplar1_scale_out`, which also spreads them over a leader's replicas). A job is
+   level's list of jobs (:func:`~ldp.aggregators.poplar1_jobs.plan_level`), each job's attempts recorded,
+   retried, set aside or split as Prio3's (:mod:`ldp.aggregators.poplar1_scale_out`, which also spreads them over a
+   leader's replicas). A job is
    DAP-09's two requests (:mod:`ldp.aggregators.poplar1_messages`): the leader's round-0 verifier shares, the
    helper's ``continue``; the leader's round 1 and its ``finish``, the helper's outcome. Each of the leader's steps
    is one call of the binding for the whole job (``leader_init_batch``, ``leader_continue_batch``,
