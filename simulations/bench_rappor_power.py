@@ -18,8 +18,11 @@ bound is ``>= 0.95``; honest false alarms at most the 99.9 % point of ``Binomial
 The benchmark's full run measures the four corner shapes (k 16 and 128, m 4 and 64) at both ``n`` (10 windows per
 attack, 40 honest); the script measures any shapes (20 and 200 by default) and rows (``--rows``), writing every
 window as a JSON line (``--out``) so a long run loses nothing; ``docs/poisoning.md`` has the whole grid. At m = 64
-the candidates' test is cross-fitted over the fold's two halves (:mod:`ldp.jobs.rappor_cross_fit`): every cell of
-bound ``>= 0.95`` reaches 0.8 there (17–20 of 20 windows at n = 10⁵), where the linear sum it replaced flagged 3–16.
+the candidates' test is the ratio over the cohorts summed in 16 runs
+(:func:`ldp.jobs.rappor_shared_share.pooled_cohorts`; k = 16, 32) or cross-fitted over the fold's two halves
+(:mod:`ldp.jobs.rappor_cross_fit`; k = 64, 128, too few bins for the ratio): every cell of bound ``>= 0.8`` reaches
+0.8 there (17–20 of 20 windows), where the linear sum first used flagged 3–16 of the cells of bound ``>= 0.95`` and
+the cross-fitted sum 7 of 20 at n = 2·10⁴, k = 16 (bound 0.88).
 
     python simulations/bench_rappor_power.py [--trials 20] [--honest 200] [--quick] [--shapes 16x4x20000,...]
         [--rows honest,3x5%,...] [--out windows.jsonl] [--table windows.jsonl ...]

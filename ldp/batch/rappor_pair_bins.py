@@ -1,6 +1,6 @@
 """Every pair of bits' cells with the number of 1s binned (issue 88, item 4): ``pair_bins``, the bounded,
 additive replacement of ``pair_grid`` (:mod:`ldp.batch.rappor_pairs`) for the test of the candidates' own pairs
-(:func:`ldp.jobs.rappor_pair_law.candidate_pair_check`).
+(:func:`ldp.jobs.rappor_candidate_test.candidate_pair_check`).
 
 **What is kept.** Per cohort ``g`` and bin ``ℓ`` of the number of 1s ``L`` of a report (:func:`ones_bins`):
 ``Aᵀ·A`` over the reports of cohort ``g`` whose ``L`` is in bin ``ℓ``, ``A = [1 | x]``, its upper triangle only
@@ -34,11 +34,12 @@ when they came, never by their content.
 reports a fair coin of the fold's own put in half A (:func:`add_pair_bins`'s ``halves``: the coin of
 :class:`ldp.batch.rappor_pairs.PairChoice`, drawn per report, never from its content); half B is ``pair_bins −
 pair_halves``. Both are sums of counts, additive over batches, merges and files, and the memory is twice
-``pair_bins``'s (8.6 MB at ``k = 128, m = 64``). The candidates' test fits its weights on one half and sums them
-over the other (:func:`ldp.jobs.rappor_cross_fit.cross_fit_scores`). Any partition that does not look at the
-reports' bits keeps that test's level, so an aggregate whose halves count only part of its reports (merged with a
-file written before the halves existed: its reports all in half B) is tested as well; one with no half A at all
-(:func:`halves_source`) is tested on ``pair_bins`` alone.
+``pair_bins``'s (8.6 MB at ``k = 128, m = 64``). Where the bins are too few for the likelihood ratio (fewer
+than 8: ``k >= 64`` at ``m = 64``), the candidates' test fits its weights on one half and sums them over the other
+(:func:`ldp.jobs.rappor_cross_fit.cross_fit_scores`); with more, it reads their sum, ``pair_bins``. Any partition
+that does not look at the reports' bits keeps that test's level, so an aggregate whose halves count only part of
+its reports (merged with a file written before the halves existed: its reports all in half B) is tested as well;
+one with no half A at all (:func:`halves_source`) is tested on ``pair_bins`` alone.
 """
 
 from __future__ import annotations
@@ -61,10 +62,11 @@ FREE_BITS = 64
 CHUNK = 1 << 15
 """Rows per product in :func:`add_pair_bins`."""
 RATIO_COHORTS = 16
-"""The most cohorts the likelihood ratio of binned cells pools (:func:`ldp.jobs.rappor_pair_law.candidate_pair_check`):
-beyond, the cohorts' boundary gains add up (honest windows of ``m = 64``, ``n = 10⁵``: Bonferroni ``p <= 0.1`` in
-11 of 20 at ``k = 32`` and 17 of 20 at ``k = 64``), and the fold keeps two halves (``pair_halves``) for the
-cross-fitted test instead."""
+"""The most honest mixtures the candidates' likelihood ratio fits
+(:func:`ldp.jobs.rappor_candidate_test.candidate_pair_check`): beyond, the cohorts' boundary gains add up (honest
+windows of ``m = 64``, ``n = 10⁵``: Bonferroni ``p <= 0.1`` in 11 of 20 at ``k = 32`` and 17 of 20 at ``k = 64``),
+so more cohorts are summed in this many runs (:func:`ldp.jobs.rappor_shared_share.pooled_cohorts`); and the fold
+keeps two halves (``pair_halves``) for the cross-fitted test of cells with too few bins for the ratio."""
 
 
 def _triangle(k: int) -> int:

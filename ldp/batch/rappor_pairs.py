@@ -25,7 +25,7 @@ counters), the fold also keeps ``pair_grid`` (``m, k + 1, k + 1, k + 1``): for c
 ``L``, ``Aᵀ·A`` over its reports with ``L`` ones, ``A = [1 | x]`` (:func:`add_pair_grid`): the reports, each bit's
 1s and each pair's 1s together. Every pair's cells follow from it exactly (:func:`grid_cells`: ``x_a = x_b = 1``
 with ``R = L − 2`` is ``G[g, L, a, b]``, and so on), so the test of a candidate string's own pairs
-(:func:`ldp.jobs.rappor_pair_law.candidate_pair_check`) needs no choice: every report counts, nothing is chosen at
+(:func:`ldp.jobs.rappor_candidate_test.candidate_pair_check`) needs no choice: every report counts, nothing is chosen at
 fold time (the first fold does no more per report than any other). Cost: ``(k + 1)²`` float32 multiply-adds per
 report, one product per (cohort, number of 1s) group of a batch. Above the budget the chosen-pair cells alone are
 kept.

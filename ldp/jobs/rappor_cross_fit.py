@@ -1,5 +1,8 @@
-"""RAPPOR's candidates' own-pair test beyond 16 cohorts (issue 88, item 4): a sum over one half of the fold's
-reports of weights fitted on the other half, both ways (cross-fitting), where the likelihood ratio's null law fails.
+"""RAPPOR's candidates' own-pair test beyond 16 cohorts with fewer than 8 bins of ``L`` (``k >= 64`` at ``m = 64``;
+issue 88, item 4): a sum over one half of the fold's reports of weights fitted on the other half, both ways
+(cross-fitting), where the likelihood ratio's null law fails even over the cohorts summed in 16 runs
+(:func:`ldp.jobs.rappor_shared_share.pooled_cohorts`, which takes the ratio's place with more bins: a linear sum
+cannot reach the ratio's power: ``docs/poisoning.md``).
 
 **Why not the likelihood ratio.** :func:`ldp.jobs.rappor_shared_share.shared_share_ratios` fits each cohort's honest
 mixture free. An honest pair's mixture sits on the faces of the types' hull (one filter in ``k/2`` holds a given
@@ -187,7 +190,7 @@ def cross_fit_statistic(params: Any, halves: npt.NDArray[np.int64], cells: npt.N
                         used: npt.NDArray[np.intp]) -> tuple[int, float, float, str, str]:
     """The candidates' test on the fold's two halves (``halves``: ``(2, m, B, T)``): the candidates ``rows``
     (distinct patterns; ``pairs``: every candidate's, ``(V, m, 2)``) have their cells ``cells`` (``(2, D, G, C)``)
-    in the cohorts ``used``; those of ``top`` (:func:`ldp.jobs.rappor_pair_law.candidate_pair_check`'s screen on
+    in the cohorts ``used``; those of ``top`` (:func:`ldp.jobs.rappor_candidate_test.candidate_pair_check`'s screen on
     both halves together; the others count 0) get their :func:`cross_fit_scores` (``model``: the binned type
     laws, the fake law and the types), each half's prior from its own counts (:func:`honest_prior`, the own-share
     correction from :func:`~ldp.jobs.rappor_shared_share.shared_share_fit` on the full filters' types), and

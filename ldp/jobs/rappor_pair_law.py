@@ -14,7 +14,7 @@ from ldp.batch.rappor_pair_bins import RATIO_COHORTS
 from ldp.jobs.poisoning import LawCheck, _check_alpha, _verdict
 
 __all__ = ["FIT_GAP", "PAIR_MIN", "RATIO_BINS", "RATIO_COHORTS", "SCREEN", "candidate_cells", "candidate_laws",
-           "candidate_pair_check", "candidate_pairs",
+           "candidate_pairs",
            "common_share_ratio", "pair_fake_law", "pair_law_check", "pair_likelihood_ratio", "pair_type_laws",
            "pair_types", "sum_of_dominated_sf"]
 
@@ -256,11 +256,12 @@ def common_share_ratio(cells: npt.ArrayLike, laws: npt.NDArray[np.float64], fake
 
 
 SCREEN = 8
-"""Candidates whose full ratio :func:`candidate_pair_check` computes: all of them up to this many, otherwise the
-largest by the score at the honest fit (the others count 0, a lower bound)."""
+"""Candidates whose full ratio :func:`~ldp.jobs.rappor_candidate_test.candidate_pair_check` computes: all of them
+up to this many, otherwise the largest by the score at the honest fit (the others count 0, a lower bound)."""
 RATIO_BINS = 8
-"""Binned cells with at least this many bins of ``L`` (and at most :data:`RATIO_COHORTS` cohorts tested) are tested
-by the likelihood ratio, as exact cells are; otherwise by the one-sided linear sum (:func:`candidate_pair_check`).
+"""Binned cells with at least this many bins of ``L`` are tested by the likelihood ratio, as exact cells are
+(beyond :data:`RATIO_COHORTS` cohorts, over the cohorts summed in that many runs); otherwise by the cross-fitted
+or the one-sided linear sum (:func:`~ldp.jobs.rappor_candidate_test.candidate_pair_check`).
 With 7 bins (``k = 128, m = 16``) the ratio raised 4 false alarms in 300 honest windows where its share of the
 level (``0.01/7``) expects 0.4."""
 
@@ -325,118 +326,3 @@ def reference_law(params: Any) -> npt.NDArray[np.float64]:
     w[rest] += max(1.0 - w.sum(), 0.0)
     out: npt.NDArray[np.float64] = w / w.sum()
     return out
-
-
-_Found = tuple[int, float, float, str, str]
-"""The most extreme candidate's row, its statistic, the Bonferroni p-value and the message's two parts."""
-
-
-def _linear_z(params: Any, cells: npt.NDArray[np.float64], laws: npt.NDArray[np.float64],
-              fake: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """``(D,)``: the self-normalised sum of fixed one-sided weights over each candidate's binned cells (mean 0 for
-    filters holding both bits or neither, ``<= 0`` for one alone, 1 for a fake report)."""
-    from ldp.jobs.rappor_shared_share import linear_scores, one_sided_weights
-
-    exact = [al == be for al, be, _ in pair_types(params)]
-    return linear_scores(cells, one_sided_weights(laws, fake, reference_law(params) @ laws, exact))
-
-
-def _binned_statistic(params: Any, cells: npt.NDArray[np.float64], laws: npt.NDArray[np.float64],
-                      fake: npt.NDArray[np.float64], d: int, bins: int, shortlist: int) -> _Found:
-    """:func:`candidate_pair_check` on binned cells: the most extreme candidate, its ``z``, the Bonferroni ``p``
-    over ``d`` and the message's two parts (a self-normalised sum, ``N(0, 1)`` on honest data whatever the mix)."""
-    z = _linear_z(params, cells, laws, fake)
-    worst = int(np.argmax(z))
-    total = float(z[worst])
-    p = float(min(1.0, d * stats.norm.sf(total)))
-    return worst, total, p, f"{bins} bins of the 1s", f"z {total:.2f} of a sum of mean <= 0 for every honest report"
-
-
-def _grid_statistic(params: Any, cells: npt.NDArray[np.float64], laws: npt.NDArray[np.float64],
-                    fake: npt.NDArray[np.float64], d: int, bins: int, shortlist: int) -> _Found:
-    """:func:`candidate_pair_check` on exact cells (or cells of ``bins`` bins of ``L``): the common-share
-    likelihood ratios of the ``shortlist`` of largest score (the others 0), the largest as ``χ²₁``, Bonferroni
-    over ``d``."""
-    from ldp.jobs.rappor_shared_share import shared_share_ratios
-
-    top = _screened(cells, laws, fake, shortlist)
-    ratios = np.zeros(d)
-    ratios[top] = shared_share_ratios(cells[top], laws, fake)
-    worst = int(np.argmax(ratios))
-    total = float(ratios[worst])
-    p = float(min(1.0, d * stats.chi2.sf(total, 1))) if total > 0 else 1.0
-    how = "every number of 1s" if bins >= params.num_bloombits + 1 else f"{bins} bins of the 1s"
-    return worst, total, p, how, f"likelihood ratio {total:,.1f} beyond every honest mixture"
-
-
-def _distinct(params: Any, pairs: npt.NDArray[np.intp], used: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-    """One candidate (its row) per distinct pattern of pairs over the tested cohorts ``used``, among those with a
-    pair in some of them: the ``D`` of the Bonferroni correction."""
-    key = np.where(pairs[:, used, 0] >= 0, pairs[:, used, 0] * params.num_bloombits + pairs[:, used, 1], -1)
-    live = (key >= 0).any(axis=1) if used.size else np.zeros(pairs.shape[0], bool)
-    if not live.any():
-        return np.zeros(0, np.intp)
-    _, first = np.unique(key[live], axis=0, return_index=True)
-    out: npt.NDArray[np.intp] = np.flatnonzero(live)[np.asarray(first)]
-    return out
-
-
-def candidate_pair_check(params: Any, grid: npt.ArrayLike, candidates: Any, alpha: float, reports: int,
-                         shortlist: int = SCREEN) -> LawCheck:
-    """The candidates' own pairs (:mod:`ldp.jobs.rappor_poisoning`): for each candidate string ``s`` its pair
-    of bits in every cohort with at least :data:`PAIR_MIN` reports (:func:`candidate_pairs`) and their cells
-    (every report counted, :func:`candidate_cells`). From ``pair_grid`` (exact cells): ``T_s`` the common-share
-    likelihood ratio (:func:`ldp.jobs.rappor_shared_share.shared_share_ratios`), taken as ``χ²₁`` (one parameter
-    on its boundary: asymptotically ``½χ²₀ + ½χ²₁``), ``p = min(1, D·P(χ²₁ >= max_s T_s))``; the ratios of the
-    ``shortlist`` of largest score are computed (:func:`_screened`), the others count 0. From ``pair_bins`` with
-    at least :data:`RATIO_BINS` bins of ``L``: the same ratio on the binned cells (their laws exact,
-    :func:`candidate_laws`), while at most :data:`RATIO_COHORTS` cohorts are tested. From the fold's two halves
-    (``(2, m, B, T)``, kept beyond :data:`RATIO_COHORTS` cohorts): ``z_s`` the cross-fitted sum
-    (:func:`ldp.jobs.rappor_cross_fit.cross_fit_statistic`) of the ``shortlist`` of largest score among the
-    ``4·shortlist`` of largest fixed-weight ``z`` (the others 0), ``p = min(1, D·P(N(0, 1) >= max_s z_s))``.
-    Otherwise (fewer bins, or an aggregate without halves): ``z_s`` the self-normalised sum of fixed weights of mean
-    ``<= 0`` for every honest type (0 for filters holding both bits or neither) and 1 for a fake report
-    (:func:`_linear_z`), ``p = min(1, D·P(N(0, 1) >= max_s z_s))``: its null law needs no honest mix inside the
-    types' hull (with few bins the likelihood ratio's asymptotic law fails where the mix sits on the hull's faces:
-    one filter in ``k/2`` holds a given bit). Bonferroni over the ``D`` distinct candidates (distinct pairs across
-    the cohorts) with a pair in some tested cohort: every candidate counts in ``D``, so which are computed may
-    depend on the data."""
-    pr = params.protocol
-    alpha = _check_alpha(alpha)
-    g = np.asarray(grid, dtype=np.int64)
-    k = params.num_bloombits  # the fold's two halves (ldp.batch.rappor_pair_bins.halves_source), not pair_grid:
-    halves = g.ndim == 4 and g.shape[0] == 2 and g.shape[-1] == (k + 1) * (k + 2) // 2
-    whole = g.sum(axis=0) if halves else g
-    binned = whole.ndim == 3
-    laws, fake = candidate_laws(params, binned)
-    pairs = candidate_pairs(params, candidates)  # (D, m, 2)
-    counted = (whole[:, :, 0].sum(axis=1) if binned else whole[:, :, 0, 0].sum(axis=1)) if g.size else np.zeros(0)
-    used = np.flatnonzero(counted >= PAIR_MIN)
-    rows = _distinct(params, pairs, used)
-    d = int(rows.size)
-    if d == 0:
-        return LawCheck("pair_candidates", pr, int(reports), 0.0, 0.0, 0.0, 0.0, 1.0, alpha, "ok",
-                        f"{pr}: the candidates' own pairs of bits: no cohort has {PAIR_MIN} reports, or no candidate "
-                        f"has two bits (ok at {alpha:g})")
-    if halves:
-        from ldp.jobs.rappor_cross_fit import cross_fit_statistic
-
-        cells = np.stack([candidate_cells(params, half, pairs[rows], used) for half in g])
-        pre = np.argsort(-_linear_z(params, cells.sum(axis=0), laws, fake), kind="stable")[:4 * shortlist]
-        top = pre[_screened(cells.sum(axis=0)[pre], laws, fake, shortlist)]  # a fit for 4·shortlist at most
-        worst, total, p, how, what = cross_fit_statistic(params, g, cells, top, (laws, fake, pair_types(params)),
-                                                         list(candidates), pairs, rows, used)
-    else:
-        cells = candidate_cells(params, g, pairs[rows], used)
-        binned = binned and (g.shape[1] < RATIO_BINS or used.size > RATIO_COHORTS)
-        statistic = _binned_statistic if binned else _grid_statistic
-        worst, total, p, how, what = statistic(params, cells, laws, fake, d, whole.shape[1], shortlist)
-    verdict = _verdict(p, alpha)
-    names = list(candidates)
-    msg = (f"{pr}: a candidate's own bits set together: {what} for {names[int(rows[worst])]!r} (one fake share "
-           f"over {used.size} cohorts, {how}; most extreme of {d} candidates, Bonferroni p <= {p:.2g}, {verdict} "
-           f"at {alpha:g})")
-    if binned:
-        return LawCheck("pair_candidates", pr, int(reports), total, 0.0, 1.0, total, p, alpha, verdict, msg)
-    sd = float(np.sqrt(2.0))  # χ²₁'s mean and standard deviation, for the check's z
-    return LawCheck("pair_candidates", pr, int(reports), total, 1.0, sd, (total - 1.0) / sd, p, alpha, verdict, msg)

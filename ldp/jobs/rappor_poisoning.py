@@ -76,10 +76,12 @@ independently, whatever its value. So:
   p-value is ``min(1, D·P(χ²₁ >= max_s T_s))``, Bonferroni over the ``D`` candidates with distinct pairs: every
   candidate is tested, so which ratios are computed (the 8 of largest score at the honest fit, the others counted
   0, a lower bound) may depend on the data without breaking the level. Elsewhere the fold keeps ``pair_bins``
-  (:mod:`ldp.batch.rappor_pair_bins`): the same ratio on cells with ``L`` binned while there are at least 8 bins and
-  at most 16 cohorts, beyond them a sum over one half of the fold's reports with weights fitted on the other
-  (cross-fitted, :func:`~ldp.jobs.rappor_cross_fit.cross_fit_scores`), a one-sided linear sum otherwise
-  (:func:`~ldp.jobs.rappor_pair_law.candidate_pair_check`).
+  (:mod:`ldp.batch.rappor_pair_bins`): the same ratio on cells with ``L`` binned while there are at least 8 bins
+  (beyond 16 cohorts, over the cohorts summed in 16 runs, :func:`~ldp.jobs.rappor_shared_share.pooled_cohorts`);
+  with fewer bins beyond 16 cohorts, a sum over one half of the fold's reports with weights fitted on the other
+  (cross-fitted, :func:`~ldp.jobs.rappor_cross_fit.cross_fit_scores`); a one-sided linear sum otherwise
+  (:func:`~ldp.jobs.rappor_candidate_test.candidate_pair_check`). The exact cells of ``pair_grid`` beyond 16 cohorts
+  are pooled the same way.
   No top candidates are chosen by their estimated
   frequency: that choice would use the tested data (a split would halve the reports). With the candidates, this
   check takes the chosen-pair test's place in the window's family (:func:`candidate_evidence`), so the family's
@@ -121,9 +123,9 @@ from ldp.jobs.poisoning import (
     binomial_excess_check,
     range_check,
 )
+from ldp.jobs.rappor_candidate_test import candidate_pair_check
 from ldp.jobs.rappor_pair_law import (
     PAIR_MIN,
-    candidate_pair_check,
     candidate_pairs,
     common_share_ratio,
     pair_fake_law,

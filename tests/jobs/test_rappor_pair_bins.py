@@ -254,20 +254,76 @@ def test_cross_fitted_weights_keep_the_level_whatever_the_fit(steps: int) -> Non
     assert stats.binom.sf(7, 200, 0.01) < 2e-3 and stats.binom.sf(32, 200, 0.1) < 5e-3
 
 
-def test_sixty_four_cohorts_take_the_cross_fitted_test() -> None:
-    """k = 16, m = 64, n = 20,000, 5 % fake users for one target: the fold keeps two halves (pair_halves, the same
-    shape as pair_bins), the candidates' test reads them and flags the target by the cross-fitted sum (its message
-    says so; it fails if m = 64 drops back to the linear sum on pair_bins or to the likelihood ratio); an honest
-    window of the same seed passes."""
+def test_sixty_four_cohorts_pool_into_runs_for_the_ratio() -> None:
+    """k = 16, m = 64, n = 20,000 (17 bins), two targets taken in turn by 5 % fake users: the fold keeps two halves
+    (pair_halves, the same shape as pair_bins), and the candidates' test sums them, pools the 64 cohorts into 16
+    runs and takes the likelihood ratio there (its message says so; the cross-fitted sum it replaced flagged 7 of 20
+    such windows); an honest window of the same seed passes."""
     params = _params(16, 64)
     assert pair_halves_shape(params) == pair_bins_shape(params) and pair_halves_shape(WIDE.__class__(
         num_bloombits=16, num_hashes=2, num_cohorts=16, p=0.25, q=0.75, f=0.5)) == (0, 0, 0)
     cands = synthetic_rappor_candidates(params, 64)
+    window = disguised_window(params, "alternating", rng=3, gain=False)
+    check = {c.name: c for c in candidate_evidence(window.aggregate, cands).checks}["pair_candidates"]
+    assert check.suspicious and "likelihood ratio" in check.message and "summed in 16 runs" in check.message
+    assert any(repr(t) in check.message for t in window.targets)
+    honest = disguised_window(params, "honest", rng=3, gain=False)
+    assert not candidate_evidence(honest.aggregate, cands).suspicious
+
+
+def test_pooling_keeps_the_ratio_at_its_level_over_sixty_four_cohorts() -> None:
+    """An honest window of k = 32, m = 64, n = 10⁵ (33 bins): the ratio over the 64 cohorts one by one reaches a
+    Bonferroni p of 0.001 (each cohort's honest fit on its faces gains a little, and 64 of them add up: beyond the
+    check's share of the level, 0.01/7), while over the same cells pooled in 16 runs it stays at p = 1, and the
+    candidates' test (which pools) passes."""
+    from ldp.jobs.rappor_candidate_test import _distinct, _grid_statistic
+    from ldp.jobs.rappor_pair_law import PAIR_MIN, candidate_cells, candidate_pairs
+    from ldp.jobs.rappor_shared_share import pooled_cohorts
+
+    params = _params(32, 64)
+    cands = synthetic_rappor_candidates(params, 64)
+    window = disguised_window(params, "honest", n=100_000, rng=5, gain=False)
+    whole = np.asarray(candidate_source(window.aggregate)).sum(axis=0)
+    laws, fake = candidate_laws(params, True)
+    pairs = candidate_pairs(params, cands)
+    used = np.flatnonzero(whole[:, :, 0].sum(axis=1) >= PAIR_MIN)
+    rows = _distinct(params, pairs, used)
+    cells = candidate_cells(params, whole, pairs[rows], used)
+    alone = _grid_statistic(params, cells, laws, fake, rows.size, whole.shape[1], 8)[2]
+    pooled = _grid_statistic(params, pooled_cohorts(cells, 16), laws, fake, rows.size, whole.shape[1], 8)[2]
+    assert alone < 0.002 and pooled > 0.5
+    assert not {c.name: c for c in candidate_evidence(window.aggregate, cands).checks}["pair_candidates"].suspicious
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 70), st.integers(1, 6), st.integers(1, 20), st.integers(0, 2**32 - 1))
+def test_pooled_cohorts_sum_runs_of_consecutive_cohorts(d: int, g: int, c: int, runs: int, seed: int) -> None:
+    """pooled_cohorts keeps every count (its runs sum to the cohorts' total), puts consecutive cohorts in each run,
+    their sizes within one of each other, and refuses cells of another rank or fewer than one run."""
+    from ldp.jobs.rappor_shared_share import pooled_cohorts
+
+    cells = np.random.default_rng(seed).integers(0, 50, (d, g, c)).astype(np.float64)
+    out = pooled_cohorts(cells, runs)
+    assert out.shape == (d, min(g, runs), c) and np.array_equal(out.sum(axis=1), cells.sum(axis=1))
+    edges = np.searchsorted(np.arange(g) * out.shape[1] // g, np.arange(out.shape[1] + 1))
+    assert np.diff(edges).min() >= 1 and np.diff(edges).max() - np.diff(edges).min() <= 1
+    for r in range(out.shape[1]):
+        assert np.array_equal(out[:, r], cells[:, edges[r]:edges[r + 1]].sum(axis=1))
+    with pytest.raises(ValueError, match="cells must be"):
+        pooled_cohorts(cells[0], runs)
+    with pytest.raises(ValueError, match="runs must be"):
+        pooled_cohorts(cells, 0)
+
+
+def test_few_bins_beyond_sixteen_cohorts_take_the_cross_fitted_test() -> None:
+    """k = 64, m = 64 (7 bins of L: too few for the ratio), n = 20,000, 5 % fake users for one target: the
+    candidates' test reads the fold's two halves and flags the target by the cross-fitted sum (its message says
+    so; it fails if the path drops back to the linear sum on pair_bins or to the ratio)."""
+    params = _params(64, 64)
+    cands = synthetic_rappor_candidates(params, 64)
     window = disguised_window(params, "single", rng=3, gain=False)
     check = {c.name: c for c in candidate_evidence(window.aggregate, cands).checks}["pair_candidates"]
     assert check.suspicious and "two halves" in check.message and repr(window.targets[0]) in check.message
-    honest = disguised_window(params, "honest", rng=3, gain=False)
-    assert not candidate_evidence(honest.aggregate, cands).suspicious
 
 
 def test_the_honest_prior_is_the_mix_the_candidates_give(monkeypatch: pytest.MonkeyPatch) -> None:
