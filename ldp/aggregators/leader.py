@@ -276,11 +276,13 @@ class Leader(Aggregator[LeaderTaskState], LeaderDoor):
                 "refused": dict(mine.rejected), **device_figures(task, records.collections.values(), rec)}
 
     def _check_window_done(self, state: LeaderTaskState, window: int) -> None:
-        """A replica's collection: ``jobs_in_progress`` (503) while a report of the window is in no finished job
-        (another replica holds its job, or has not planned it yet)."""
+        """A replica's collection: ``jobs_in_progress`` (503) while a job of the window is planned and neither
+        finished nor set aside (another replica holds it), or a report of the window is in no job yet (not planned);
+        a job set aside is answered ``jobs_set_aside`` (409) by :meth:`collect`."""
         records = state.records
-        with self.state_lock:
-            waiting = [rid for rid, s in state.stored.items() if state.task.window(s.report.time) == window]
+        with self.state_lock:  # a planned report waits on its plan: unfinished, or set aside (then 409, below)
+            waiting = [rid for rid, s in state.stored.items()
+                       if state.task.window(s.report.time) == window and rid not in state.planned]
         unfinished = [j for j, plan in records.plans() if plan["window"] == window]
         if waiting or unfinished:
             raise AggregatorError(f"window {window} has {len(unfinished)} job(s) in progress at other replicas and "

@@ -172,7 +172,9 @@ class TaskRecords:
         store (a scaled-out leader's drivers, a helper's replicas: docs/scale-out.md): finished jobs, attempts, jobs
         set aside or abandoned, releases. Records are never changed once written, so each key is read once; the
         number of new keys."""
-        fresh = [k for k in self.store.list(f"{self.prefix}jobs/") if k not in self._read_keys]
+        listed = self.store.list(f"{self.prefix}jobs/")
+        self._forget_put_back(listed)
+        fresh = [k for k in listed if k not in self._read_keys]
         abandoned = [job_id for job_id, kind in map(job_key_parts, fresh) if kind == "abandon"]
         gone = set(abandoned) if self.role == "helper" else set()  # a helper's abandoned job counts for nothing
         for key in fresh:
@@ -198,6 +200,23 @@ class TaskRecords:
         if collections:
             self.rejected = sum((agg.rejected for agg in self.windows.values()), Counter())
         return len(fresh) + len(collections)
+
+    def _forget_put_back(self, listed: list[str]) -> None:
+        """Jobs another process put back (:meth:`put_back` deletes their ``aside`` and ``attempt`` records; ``listed``:
+        the ``jobs/`` keys now): no longer set aside here, and their attempts read anew from the records left (an
+        ``attempt-1`` written again after the put-back has the name of one read before it). Without this a replica
+        kept answering ``jobs_set_aside`` until it restarted, and counted the old attempts against the job."""
+        present = set(listed)
+        gone = {job_id for key in self._read_keys if key not in present
+                for job_id, kind in [job_key_parts(key)] if kind in ("aside", "attempt")
+                and key.startswith(f"{self.prefix}jobs/")}
+        if not gone:
+            return
+        self._read_keys = {key for key in self._read_keys if not key.startswith(f"{self.prefix}jobs/")
+                           or job_key_parts(key)[0] not in gone or job_key_parts(key)[1] not in ("aside", "attempt")}
+        for job_id in gone:
+            self.aside.pop(job_id, None)
+            self.attempts.pop(job_id, None)
 
     @_locked
     def released(self, rec: dict[str, Any]) -> None:

@@ -147,7 +147,8 @@ def test_a_job_the_helper_refuses_whole_is_split_until_the_report_is_alone(tmp_p
 def test_a_job_failing_every_attempt_is_set_aside_then_put_back_over_replicas(tmp_path: Path) -> None:
     """a's collection fails the job (attempt 1); while a's lease holds, b does not take it and a's collection is
     503; after it, b's pass tries it (attempt 2), then a's collection (attempt 3); then it is set aside, and the
-    level answers 409 at either replica. Put back at a with the helper working: exact, each report once."""
+    level answers 409 at either replica. Put back at a with the helper working, collected at b (which had read the
+    job set aside: it reads the put-back at its next refresh): exact, each report once."""
     w, a, b, peer, rids = _replicas(tmp_path, None)
     assert _ask(a, w, 0).code == "helper_unavailable"
     assert _pass(b) == {"held": 1, "jobs": 1, "prepared": len(VALUES) - 4}  # a's attempt holds the failing job
@@ -165,9 +166,9 @@ def test_a_job_failing_every_attempt_is_set_aside_then_put_back_over_replicas(tm
     assert [j["attempts"] for j in b.status()["tasks"][0]["set_aside"]] == [ATTEMPTS]
     peer.times = 0
     assert len(a.put_back(w.task.task_id)) == 1
-    doc = a.collect(w.task.task_id, T0, param(0))
+    doc = b.collect(w.task.task_id, T0, param(0))
     assert counts(w, 0, doc) == expected(0)
-    _once(a, w, rids, 0)
+    _once(b, w, rids, 0)
     a.stop()
     b.stop()
 

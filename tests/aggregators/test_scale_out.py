@@ -175,3 +175,36 @@ def test_every_report_counted_once_under_sigkill_at_random() -> None:
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert done.returncode == 0 and out["exact"], (out, done.stderr[-3000:])
     assert len(out["killed"]) == 6 and out["collected"]["n"] == 600
+
+
+def test_a_job_put_back_at_one_replica_is_tried_again_at_another(tmp_path: Path) -> None:
+    """j1 sets a job aside after its attempts, and j2 reads that (its collection answers ``jobs_set_aside``, 409).
+    Put back at j1 (its ``aside`` and ``attempt`` records deleted) and tried once more there (an ``attempt-1`` of the
+    same name as the one j2 read before), j2's next refresh has it no longer aside and one attempt counted; once
+    j1's lease runs out, j2's collection runs it and is exact. Before, j2 answered 409 until it restarted and
+    counted the old attempts against the job."""
+    from ldp.aggregators import jobs, scale_out
+
+    w = world(tmp_path, params={"length": 4}, min_batch_size=1)
+    j1, j2 = (_replica(w, n, job_lease=30, max_job_attempts=2) for n in ("j1", "j2"))
+    j1.upload_many(w.task.task_id, [w.report(1), w.report(2)])
+    s1, s2 = j1.task_state(w.task.task_id), j2.task_state(w.task.task_id)
+    scale_out.refresh_leader(j1, s1)
+    job_id = jobs._plan(j1, s1, T0, j1.pending(w.task.task_id))
+    assert [s1.records.attempt(job_id, w.now) for _ in range(2)] == [1, 2]
+    s1.records.set_aside(job_id, T0, "the helper did not answer", w.now)
+    w.now = T0 + 3600 + 1
+    with pytest.raises(AggregatorError) as aside:
+        j2.collect(w.task.task_id, T0)
+    assert (aside.value.code, aside.value.status) == ("jobs_set_aside", 409)
+    assert s2.records.attempts[job_id][0] == 2
+    assert j1.put_back(w.task.task_id) == [job_id]
+    assert s1.records.attempt(job_id, w.now) == 1  # tried again at once at j1, which then dies
+    scale_out.refresh_leader(j2, s2)
+    assert job_id not in s2.records.aside and s2.records.attempts[job_id][0] == 1
+    with pytest.raises(AggregatorError) as held:
+        j2.collect(w.task.task_id, T0)
+    assert held.value.code == "jobs_in_progress"  # j1 holds its attempt for job_lease seconds
+    w.now += 31
+    w.leader = j2
+    assert list(w.collect().sums) == [0, 1, 1, 0]
