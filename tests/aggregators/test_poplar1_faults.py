@@ -1,5 +1,7 @@
 """The fault suite over a Poplar1 task (issue 89, item 2; the Prio3 cases: ``test_faults.py``, whose script's
-``Killed`` and killing store are used here): reports of another VDAF refused at the door and counted; a helper away
+``Killed`` and killing store are used here): reports of another VDAF, or of this one with a share one byte too
+long, refused at the door and counted (and in the jobs, stored past it); both stores read together recover no
+device's string; a helper away
 during a level's run, then back; a stale leader's late writes after a takeover; kills at each crash point of a
 level's run and before and after every write of either aggregator, a restart, and the walk's releases exact (each
 report counted once) and answered again the same, the window pruned."""
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 from poplar1_world import BITS, VALUES, bodies, collect, counts, expected, held, param, poplar1_world
 from support.scripts import load_script
-from two_aggregators import T0, WINDOW, forged
+from two_aggregators import T0, WINDOW, forged, handmade_report
 
 from ldp.aggregators import crashpoints
 from ldp.aggregators.messages import xor_checksum
@@ -103,6 +105,90 @@ def test_reports_of_another_vdaf_draft_or_another_poplar1_are_refused_at_the_doo
     assert w.leader.status()["tasks"][0]["refused_at_upload"] == {"invalid_message": 3}
     doc = collect(w, 0)
     assert counts(w, 0, doc) == expected(0) and doc["refused"] == {"vdaf_invalid": 1}
+
+
+def _one_byte_longer(w: Any, role: int, value: int = 1) -> bytes:
+    """A report of this very task whose input share of ``role`` (0 the leader's, 1 the helper's) is one byte longer
+    than its own length, sealed to the task's aggregators as DAP-09 says."""
+    from ldp.prio.poplar1 import Poplar1, bits_of
+
+    rid = secrets.token_bytes(16)
+    _, public, (leader, helper) = Poplar1(BITS, ctx=w.task.task_id).shard(bits_of(value, BITS), nonce=rid)
+    return handmade_report(w, public, leader + bytes(role == 0), helper + bytes(role == 1), rid)
+
+
+def test_a_share_one_byte_longer_than_its_own_is_refused_at_the_door_and_in_the_jobs(tmp_path: Path) -> None:
+    """A Poplar1 report of this task whose leader's or helper's input share is one byte longer than the task's
+    length: refused ``invalid_message`` at the door and counted. Stored past the door (an older leader's store),
+    each is refused in the level's jobs (the leader's own at once, the helper's by the helper) and counted there;
+    the level's honest counts are exact either way."""
+    from ldp import prio
+    from ldp.aggregators.state import StoredReport
+
+    w = poplar1_world(tmp_path)
+    door = w.leader.upload_many(w.task.task_id, [_one_byte_longer(w, 0), _one_byte_longer(w, 1)] + bodies(w))
+    assert [e.code if e else None for e in door] == ["invalid_message"] * 2 + [None] * len(VALUES)
+    assert w.leader.status()["tasks"][0]["refused_at_upload"] == {"invalid_message": 2}
+    past = [_one_byte_longer(w, 0), _one_byte_longer(w, 1)]
+    state = w.leader.task_state(w.task.task_id)
+    items = [StoredReport(b[:16], b, prio.DapReport.from_bytes(b), None) for b in past]
+    assert w.leader._store_reports(state, items) == [None, None]
+    doc = collect(w, 0)
+    assert counts(w, 0, doc) == expected(0) and doc["report_count"] == len(VALUES)
+    assert sum(doc["refused"].values()) == 2 and set(doc["refused"]) <= {"invalid_message", "vdaf_invalid"}
+
+
+def test_both_stores_read_together_recover_no_devices_string(tmp_path: Path) -> None:
+    """One-report jobs at both levels: no two byte strings of the two stores' records of a job decode as the level's
+    aggregate shares that add up to a report's one-hot prefix counts (the shares are stored sealed); opened with each
+    side's records key, every job's two shares do, so the search would find them if they were stored in the
+    clear."""
+    import json
+
+    from ldp.aggregators.poplar1_records import decode_param
+    from ldp.errors import PrioError
+    from ldp.prio.poplar1 import signed_counts
+
+    w = poplar1_world(tmp_path, job_size=1)
+    w.leader.upload_many(w.task.task_id, bodies(w))
+    for level in LEVELS:
+        collect(w, level)
+    vdaf = w.task.prio3()
+
+    def jobs(side: Any) -> dict[str, dict[str, Any]]:
+        records = side.task_state(w.task.task_id).records
+        store = records.store
+        recs = {key.rsplit("/", 1)[1]: json.loads(store.get(key)) for key in store.list(records.prefix)
+                if "/poplar1/jobs/" in key and key.endswith(".json")}
+        return {name: rec for name, rec in recs.items() if isinstance(rec, dict) and rec.get("accepted")}
+
+    def one_hot(level: int, x: bytes, y: bytes) -> bool:
+        param = decode_param(param_of[level])
+        try:
+            counts_ = signed_counts([vdaf.aggregate_share_from_bytes(param, z) for z in (x, y)])
+        except (PrioError, ValueError):
+            return False
+        return sorted(counts_) == [0] * (len(counts_) - 1) + [1]
+
+    def strings(rec: dict[str, Any]) -> list[bytes]:
+        out = []
+        for v in rec.values():
+            try:
+                out.append(bytes.fromhex(v) if isinstance(v, str) else b"")
+            except ValueError:
+                pass
+        return [x for x in out if x]
+
+    param_of = {level: param(level) for level in LEVELS}
+    lead, helper = jobs(w.leader), jobs(w.helper)
+    shared = sorted(lead.keys() & helper.keys())
+    assert len(shared) == len(VALUES) * len(LEVELS)
+    found = sum(one_hot(int(lead[n]["level"]), x, y) for n in shared for x in strings(lead[n])
+                for y in strings(helper[n]))
+    opened = sum(one_hot(int(lead[n]["level"]), *(side.task_state(w.task.task_id).poplar1.job_share(rec)
+                                                  for side, rec in ((w.leader, lead[n]), (w.helper, helper[n]))))
+                 for n in shared)
+    assert found == 0 and opened == len(shared)
 
 
 @pytest.mark.parametrize("lost", [False, True], ids=["refused", "answer-lost"])
