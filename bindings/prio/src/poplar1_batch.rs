@@ -243,6 +243,46 @@ impl Poplar1 {
     }
 }
 
+/// Round 0 of one job at either aggregator (`leader`: the reports' leader shares are read, maybe opened at its
+/// door): the job's arguments checked and its reports read first, then `one` run on each report with the GIL
+/// released, spread over threads (`in_parts`), the results in the reports' order.
+#[allow(clippy::too_many_arguments)]
+fn round_zero<'py, T: Send>(
+    vdaf: &Poplar1,
+    py: Python<'py>,
+    op: Op,
+    leader: bool,
+    verify_key: &[u8],
+    task_id: &[u8],
+    agg_param: &AggParam,
+    reports: &Bound<'py, PyAny>,
+    one: impl Fn(&[u8; VERIFY_KEY_LEN], &[u8; TASK_ID_LEN], &Report<'_>) -> Result<T, Refusal> + Sync,
+) -> PyResult<Vec<Result<T, Refusal>>> {
+    let (key, task_id) = vdaf.job_args(py, op, verify_key, task_id, agg_param)?;
+    let held = read_reports(reports, leader, &|message| vdaf.err(py, op, message))?;
+    let reports: Vec<Report<'_>> = held.iter().map(Held::report).collect();
+    Ok(py.detach(|| {
+        let parts = in_parts(&reports, |part| part.iter().map(|r| one(key, &task_id, r)).collect::<Vec<_>>());
+        parts.into_iter().flatten().collect()
+    }))
+}
+
+/// Per report, `item` of its result or its refusal code, as a Python list in the reports' order.
+fn per_report<'py, T>(
+    py: Python<'py>,
+    results: impl IntoIterator<Item = Result<T, Refusal>>,
+    mut item: impl FnMut(T) -> PyResult<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let items = results
+        .into_iter()
+        .map(|result| match result {
+            Ok(done) => item(done),
+            Err(refusal) => Ok(code(py, refusal)),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
+}
+
 /// The leader's round 0 of one job (its docstring in `_native.pyi`): per report `(state, verifier_share)` or its
 /// refusal code.
 pub(crate) fn leader_init_batch<'py>(
@@ -254,28 +294,15 @@ pub(crate) fn leader_init_batch<'py>(
     agg_param: &AggParam,
     reports: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let op = Op::LeaderInitBatch;
-    let (key, task_id) = vdaf.job_args(py, op, verify_key, task_id, agg_param)?;
-    let held = read_reports(reports, true, &|message| vdaf.err(py, op, message))?;
-    let reports: Vec<Report<'_>> = held.iter().map(Held::report).collect();
     let (keypair, param) = (&keypair.get().inner, &*agg_param.inner);
-    let results: Vec<Result<Started<Vec<u8>>, Refusal>> = py.detach(|| {
-        let parts = in_parts(&reports, |part| {
-            part.iter().map(|r| vdaf.leader_one(keypair, key, &task_id, param, r)).collect::<Vec<_>>()
-        });
-        parts.into_iter().flatten().collect()
-    });
-    let mut items = Vec::with_capacity(results.len());
-    for result in results {
-        items.push(match result {
-            Ok((state, share)) => {
-                let state = VerifyState { agg_id: 0, round: 0, agg_param: agg_param.inner.clone(), inner: Some(state) };
-                PyTuple::new(py, [Bound::new(py, state)?.into_any(), PyBytes::new(py, &share).into_any()])?.into_any()
-            }
-            Err(refusal) => code(py, refusal),
-        });
-    }
-    PyList::new(py, items)
+    let results =
+        round_zero(vdaf, py, Op::LeaderInitBatch, true, verify_key, task_id, agg_param, reports, |key, id, r| {
+            vdaf.leader_one(keypair, key, id, param, r)
+        })?;
+    per_report(py, results, |(state, share)| {
+        let state = VerifyState { agg_id: 0, round: 0, agg_param: agg_param.inner.clone(), inner: Some(state) };
+        Ok(PyTuple::new(py, [Bound::new(py, state)?.into_any(), PyBytes::new(py, &share).into_any()])?.into_any())
+    })
 }
 
 /// The helper's round 0 of one job (its docstring in `_native.pyi`): per report `(state, message, verifier_share)`
@@ -289,28 +316,15 @@ pub(crate) fn helper_init_batch<'py>(
     agg_param: &AggParam,
     reports: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let op = Op::HelperInitBatch;
-    let (key, task_id) = vdaf.job_args(py, op, verify_key, task_id, agg_param)?;
-    let held = read_reports(reports, false, &|message| vdaf.err(py, op, message))?;
-    let reports: Vec<Report<'_>> = held.iter().map(Held::report).collect();
     let (keypair, param) = (&keypair.get().inner, &*agg_param.inner);
-    let results: Vec<Result<HelperRound, Refusal>> = py.detach(|| {
-        let parts = in_parts(&reports, |part| {
-            part.iter().map(|r| vdaf.helper_one(keypair, key, &task_id, param, r)).collect::<Vec<_>>()
-        });
-        parts.into_iter().flatten().collect()
-    });
-    let mut items = Vec::with_capacity(results.len());
-    for result in results {
-        items.push(match result {
-            Ok((state, message, share)) => {
-                PyTuple::new(py, [PyBytes::new(py, &state), PyBytes::new(py, &message), PyBytes::new(py, &share)])?
-                    .into_any()
-            }
-            Err(refusal) => code(py, refusal),
-        });
-    }
-    PyList::new(py, items)
+    let results =
+        round_zero(vdaf, py, Op::HelperInitBatch, false, verify_key, task_id, agg_param, reports, |key, id, r| {
+            vdaf.helper_one(keypair, key, id, param, r)
+        })?;
+    per_report(py, results, |(state, message, share): HelperRound| {
+        Ok(PyTuple::new(py, [PyBytes::new(py, &state), PyBytes::new(py, &message), PyBytes::new(py, &share)])?
+            .into_any())
+    })
 }
 
 /// The leader's round 1 of one job (its docstring in `_native.pyi`): per report `(state, message)` or its refusal
@@ -351,17 +365,11 @@ pub(crate) fn leader_continue_batch<'py>(
         });
         parts.into_iter().flatten().collect()
     });
-    let mut items = Vec::with_capacity(results.len());
-    for (result, (agg_id, agg_param)) in results.into_iter().zip(owners) {
-        items.push(match result {
-            Ok((state, message)) => {
-                let state = VerifyState { agg_id, round: 1, agg_param, inner: Some(state) };
-                PyTuple::new(py, [Bound::new(py, state)?.into_any(), PyBytes::new(py, &message).into_any()])?.into_any()
-            }
-            Err(refusal) => code(py, refusal),
-        });
-    }
-    PyList::new(py, items)
+    let owned = results.into_iter().zip(owners).map(|(result, owner)| result.map(|done| (done, owner)));
+    per_report(py, owned, |((state, message), (agg_id, agg_param))| {
+        let state = VerifyState { agg_id, round: 1, agg_param, inner: Some(state) };
+        Ok(PyTuple::new(py, [Bound::new(py, state)?.into_any(), PyBytes::new(py, &message).into_any()])?.into_any())
+    })
 }
 
 /// The leader's last step on one job (its docstring in `_native.pyi`): which round-1 states finished with their
