@@ -77,10 +77,10 @@ test("a malformed or foreign task file is refused naming its member", () => {
   assert.throws(() => poplar1Task("{}"), /the task file lacks|not an ldp-task\/1 task file/);
   assert.throws(() => poplar1Task(taskFile({ hpke_configs: null })), /has no hpke_configs/);
   assert.throws(() => poplar1Task(taskFile({ local: { protocol: "rr", params: { p: 0.25, q: 0.75 } } })), /no local protocol/);
-  assert.throws(() => poplar1Task(taskFile({}, { draft: 8 })), /VDAF draft 18/);
-  assert.throws(() => poplar1Task(taskFile({}, { bits: 300 })), /bits in \[1, 256\]/);
-  assert.throws(() => poplar1Task(taskFile({}, { max_candidates: 1 })), /max_candidates >= 2/);
-  assert.throws(() => poplar1Task(taskFile({}, { bits: 64.5 })), /vdaf.bits must be a positive integer/);
+  assert.throws(() => poplar1Task(taskFile({}, { draft: 8 })), /vdaf.draft of a Poplar1 task must be 18/);
+  assert.throws(() => poplar1Task(taskFile({}, { bits: 300 })), /bits must be an integer in \[1, 256\], got 300/);
+  assert.throws(() => poplar1Task(taskFile({}, { max_candidates: 1 })), /max_candidates must be at least 2/);
+  assert.throws(() => poplar1Task(taskFile({}, { bits: 64.5 })), /bits must be an integer in \[1, 256\], got 64.5/);
   assert.throws(() => poplar1Task(taskFile({}, { length: 4 })), /Poplar1 takes no length/);
   assert.throws(() => poplar1Task(taskFile({}, { type: "Prio3Count", bits: undefined })), /not a Poplar1 task/);
   assert.throws(() => dapTask(taskFile()), /vdaf.type "Poplar1"/); // and the other way round: the Prio3 reader refuses it

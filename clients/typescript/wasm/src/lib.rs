@@ -13,6 +13,57 @@ use ldp_client::dap::{ReportBuilder, TaskFile, REPORT_ID_LEN};
 use ldp_client::prio3::{Measurement, Prio3Type};
 use wasm_bindgen::prelude::*;
 
+/// The getters of the members every task file has (the native client's `TaskFile` and `TaskMembers` hold the same
+/// ones), for a task type whose `$($member).+` holds them: one place for both task types' JavaScript getters.
+macro_rules! task_members_getters {
+    ($task:ident, $($member:ident).+) => {
+        #[wasm_bindgen]
+        impl $task {
+            /// The task ID in unpadded base64url, as in the leader's URL.
+            #[wasm_bindgen(getter, js_name = taskId)]
+            pub fn task_id(&self) -> String {
+                self.$($member).+.task_id_text()
+            }
+
+            /// The collection's name.
+            #[wasm_bindgen(getter)]
+            pub fn app(&self) -> String {
+                self.$($member).+.app.clone()
+            }
+
+            /// The metric.
+            #[wasm_bindgen(getter)]
+            pub fn metric(&self) -> String {
+                self.$($member).+.metric.clone()
+            }
+
+            /// The leader's base URL.
+            #[wasm_bindgen(getter, js_name = leaderUrl)]
+            pub fn leader_url(&self) -> String {
+                self.$($member).+.leader_url.clone()
+            }
+
+            /// The window's length in seconds.
+            #[wasm_bindgen(getter, js_name = windowSeconds)]
+            pub fn window_seconds(&self) -> f64 {
+                self.$($member).+.window_seconds as f64
+            }
+
+            /// The seconds a report's time is rounded down to.
+            #[wasm_bindgen(getter, js_name = timePrecision)]
+            pub fn time_precision(&self) -> f64 {
+                self.$($member).+.time_precision as f64
+            }
+
+            /// The most reports a device sends a window, `undefined` when the spec caps none (one assumed).
+            #[wasm_bindgen(getter, js_name = reportsPerWindow)]
+            pub fn reports_per_window(&self) -> Option<f64> {
+                self.$($member).+.reports_per_window.map(|k| k as f64)
+            }
+        }
+    };
+}
+
 mod poplar1;
 
 /// A two-aggregator task as a device holds it: its task file, parsed and checked, and the builder of its reports.
@@ -26,6 +77,8 @@ pub(crate) fn js_error(e: ldp_client::Error) -> JsError {
     JsError::new(&e.message())
 }
 
+task_members_getters!(DapTask, file);
+
 #[wasm_bindgen]
 impl DapTask {
     /// The task of a task file's JSON text (`ldp collect task` with `--leader-config` and `--helper-config`).
@@ -36,52 +89,10 @@ impl DapTask {
         Ok(DapTask { file, builder })
     }
 
-    /// The task ID in unpadded base64url, as in the leader's URL.
-    #[wasm_bindgen(getter, js_name = taskId)]
-    pub fn task_id(&self) -> String {
-        self.file.task_id_text()
-    }
-
-    /// The collection's name.
-    #[wasm_bindgen(getter)]
-    pub fn app(&self) -> String {
-        self.file.app.clone()
-    }
-
-    /// The metric.
-    #[wasm_bindgen(getter)]
-    pub fn metric(&self) -> String {
-        self.file.metric.clone()
-    }
-
-    /// The leader's base URL.
-    #[wasm_bindgen(getter, js_name = leaderUrl)]
-    pub fn leader_url(&self) -> String {
-        self.file.leader_url.clone()
-    }
-
     /// `"two-aggregator+local"` when devices randomize first, else `"two-aggregator"`.
     #[wasm_bindgen(getter)]
     pub fn trust(&self) -> String {
         self.file.trust().to_owned()
-    }
-
-    /// The window's length in seconds.
-    #[wasm_bindgen(getter, js_name = windowSeconds)]
-    pub fn window_seconds(&self) -> f64 {
-        self.file.window_seconds as f64
-    }
-
-    /// The seconds a report's time is rounded down to.
-    #[wasm_bindgen(getter, js_name = timePrecision)]
-    pub fn time_precision(&self) -> f64 {
-        self.file.time_precision as f64
-    }
-
-    /// The most reports a device sends a window, `undefined` when the spec caps none (one assumed).
-    #[wasm_bindgen(getter, js_name = reportsPerWindow)]
-    pub fn reports_per_window(&self) -> Option<f64> {
-        self.file.reports_per_window.map(|k| k as f64)
     }
 
     /// The local protocol as JSON (`{"protocol": …, "params": {…}}`), `undefined` without local noise.

@@ -3,36 +3,25 @@
 //! crate 0.18.1, HPKE through the `hpke` crate). Nothing of the cryptography is written here.
 //!
 //! A Poplar1 task file is an `ldp-task/1` file whose `vdaf` is `{"type": "Poplar1", "draft": 18, "bits": L,
-//! "max_candidates": C[, "levels": m][, "threshold": T]}` (Python's `ldp.aggregators.task.Task`). Its members every
-//! task has (the task ID, the metric, the window and time precision, the leader's URL, the local protocol, the
-//! reports a window, both aggregators' HPKE configs) are read by the native client's [`TaskFile`], the one reader of
-//! them; its `vdaf` member here, with `Task`'s checks. The context string is the task ID, as the aggregators'
+//! "max_candidates": C[, "levels": m][, "threshold": T]}` (Python's `ldp.aggregators.task.Task`), read and checked
+//! whole by the native client's [`Poplar1TaskFile`], the one reader of it (its members every task has by
+//! `TaskMembers`, as a Prio3 task file's). The context string is the task ID, as the aggregators'
 //! (`Task.prio3()`: `Poplar1(bits, ctx=task_id)`).
 
-use ldp_client::dap::{Poplar1ReportBuilder, TaskFile};
-use ldp_client::poplar1::{Poplar1Client, MAX_BITS};
-use serde_json::{Map, Value};
+use ldp_client::dap::{Poplar1ReportBuilder, Poplar1TaskFile};
 use wasm_bindgen::prelude::*;
 
 use crate::{js_error, report_id, seconds};
 
-/// The `vdaf` members a Poplar1 task file may have (Python's `Task`: `bits` and `max_candidates` required).
-const MEMBERS: [&str; 6] = [
-    "type",
-    "draft",
-    "bits",
-    "max_candidates",
-    "levels",
-    "threshold",
-];
-
-/// A Poplar1 task as a device holds it: its task file, parsed and checked, and the builder of its reports.
+/// A Poplar1 task as a device holds it: its task file, parsed and checked by the native client
+/// ([`Poplar1TaskFile`]), and the builder of its reports.
 #[wasm_bindgen]
 pub struct Poplar1Task {
-    file: TaskFile,
-    max_candidates: u64,
+    file: Poplar1TaskFile,
     builder: Poplar1ReportBuilder,
 }
+
+task_members_getters!(Poplar1Task, file.members);
 
 #[wasm_bindgen]
 impl Poplar1Task {
@@ -40,75 +29,9 @@ impl Poplar1Task {
     /// `--helper-config`); an error naming the first problem.
     #[wasm_bindgen(constructor)]
     pub fn new(task_json: &str) -> Result<Poplar1Task, JsError> {
-        let mut doc: Value = serde_json::from_str(task_json)
-            .map_err(|e| JsError::new(&format!("a task file is JSON: {e}")))?;
-        let members = doc
-            .as_object_mut()
-            .ok_or_else(|| JsError::new("a task file is a JSON object"))?;
-        let vdaf = members.get("vdaf").cloned();
-        // The other members are every task's: the native reader's, with a Prio3 type in the place of Poplar1.
-        members.insert("vdaf".to_owned(), serde_json::json!({"type": "Prio3Count"}));
-        let file = TaskFile::parse(&doc.to_string()).map_err(js_error)?;
-        let (bits, max_candidates) = poplar1_vdaf(vdaf.as_ref())?;
-        if file.local.is_some() {
-            return Err(JsError::new(
-                "a Poplar1 task has no local protocol: devices share the exact string",
-            ));
-        }
-        let [leader, helper] = file.hpke_configs.clone().ok_or_else(|| {
-            JsError::new("the task file has no hpke_configs: `ldp collect task --leader-config … --helper-config …`")
-        })?;
-        let client = Poplar1Client::new(bits, &file.task_id).map_err(js_error)?;
-        let builder = Poplar1ReportBuilder::new(client, file.task_id, leader, helper)
-            .and_then(|b| b.with_time_precision(file.time_precision))
-            .map_err(js_error)?;
-        Ok(Poplar1Task {
-            file,
-            max_candidates,
-            builder,
-        })
-    }
-
-    /// The task ID in unpadded base64url, as in the leader's URL.
-    #[wasm_bindgen(getter, js_name = taskId)]
-    pub fn task_id(&self) -> String {
-        self.file.task_id_text()
-    }
-
-    /// The collection's name.
-    #[wasm_bindgen(getter)]
-    pub fn app(&self) -> String {
-        self.file.app.clone()
-    }
-
-    /// The metric.
-    #[wasm_bindgen(getter)]
-    pub fn metric(&self) -> String {
-        self.file.metric.clone()
-    }
-
-    /// The leader's base URL.
-    #[wasm_bindgen(getter, js_name = leaderUrl)]
-    pub fn leader_url(&self) -> String {
-        self.file.leader_url.clone()
-    }
-
-    /// The window's length in seconds.
-    #[wasm_bindgen(getter, js_name = windowSeconds)]
-    pub fn window_seconds(&self) -> f64 {
-        self.file.window_seconds as f64
-    }
-
-    /// The seconds a report's time is rounded down to.
-    #[wasm_bindgen(getter, js_name = timePrecision)]
-    pub fn time_precision(&self) -> f64 {
-        self.file.time_precision as f64
-    }
-
-    /// The most reports a device sends a window, `undefined` when the spec caps none (one assumed).
-    #[wasm_bindgen(getter, js_name = reportsPerWindow)]
-    pub fn reports_per_window(&self) -> Option<f64> {
-        self.file.reports_per_window.map(|k| k as f64)
+        let file = Poplar1TaskFile::parse(task_json).map_err(js_error)?;
+        let builder = file.report_builder().map_err(js_error)?;
+        Ok(Poplar1Task { file, builder })
     }
 
     /// The bit length of a measurement (a multiple of 8 for a spec's `poplar1` metric: its strings' bytes × 8).
@@ -120,7 +43,7 @@ impl Poplar1Task {
     /// The most candidate prefixes the collector asks a level for.
     #[wasm_bindgen(getter, js_name = maxCandidates)]
     pub fn max_candidates(&self) -> f64 {
-        self.max_candidates as f64
+        self.file.max_candidates as f64
     }
 
     /// Bytes of randomness [`Poplar1Task::report_with_random`] takes (sharding, then each seal's key material).
@@ -164,50 +87,5 @@ impl Poplar1Task {
             .build_with_random(&m, seconds(time)?, report_id(id)?, rand)
             .and_then(|r| r.encode())
             .map_err(js_error)
-    }
-}
-
-/// The `vdaf` member of a Poplar1 task file: its `bits` and `max_candidates`, checked as Python's `Task` checks
-/// them (draft 18; positive integers, `bits` in [1, 256], `max_candidates` >= 2, `levels` in [1, bits]).
-fn poplar1_vdaf(value: Option<&Value>) -> Result<(usize, u64), JsError> {
-    let v = value
-        .ok_or_else(|| JsError::new("the task file lacks vdaf"))?
-        .as_object()
-        .ok_or_else(|| JsError::new("vdaf must be an object"))?;
-    if v.get("type").and_then(Value::as_str) != Some("Poplar1") {
-        return Err(JsError::new(
-            "not a Poplar1 task: its vdaf.type is not \"Poplar1\" (dapTask reads Prio3 tasks)",
-        ));
-    }
-    if v.get("draft").is_some_and(|d| d.as_u64() != Some(18)) {
-        return Err(JsError::new("a Poplar1 task is of VDAF draft 18"));
-    }
-    if let Some(extra) = v.keys().find(|k| !MEMBERS.contains(&k.as_str())) {
-        return Err(JsError::new(&format!("vdaf: Poplar1 takes no {extra}")));
-    }
-    let bits = positive(v, "bits")?.ok_or_else(|| JsError::new("the task file lacks vdaf.bits"))?;
-    let max_candidates = positive(v, "max_candidates")?
-        .ok_or_else(|| JsError::new("the task file lacks vdaf.max_candidates"))?;
-    let levels = positive(v, "levels")?.unwrap_or(1);
-    positive(v, "threshold")?;
-    if !(1..=MAX_BITS as u64).contains(&bits) || max_candidates < 2 || levels > bits {
-        return Err(JsError::new(&format!(
-            "Poplar1 takes bits in [1, {MAX_BITS}], max_candidates >= 2 and levels in [1, bits], got bits {bits}, \
-             max_candidates {max_candidates}, levels {levels}"
-        )));
-    }
-    Ok((bits as usize, max_candidates))
-}
-
-/// `v[name]` as a positive integer, `None` when absent.
-fn positive(v: &Map<String, Value>, name: &str) -> Result<Option<u64>, JsError> {
-    match v.get(name) {
-        None => Ok(None),
-        Some(x) => match x.as_u64() {
-            Some(n) if n >= 1 => Ok(Some(n)),
-            _ => Err(JsError::new(&format!(
-                "vdaf.{name} must be a positive integer, got {x}"
-            ))),
-        },
     }
 }
