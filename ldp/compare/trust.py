@@ -79,18 +79,21 @@ def largest_at_most(f: Callable[[float], float], target: float, lo: float, hi: f
     evaluated, ``0 < lo``). The bracket ``f(lo) <= target < f(hi)`` is kept throughout: split at its geometric
     mean until both ends have been evaluated, then narrowed by regula falsi on ``ln f`` (a shuffle figure grows
     about exponentially in ε₀), Illinois variant (Dowell and Jarratt, BIT 11, 1971: the value at an end kept twice
-    in a row is halved), each point at least half the tolerance inside the bracket, and split again after two steps
-    in a row that did not halve it: about half a bisection's evaluations of ``f`` (each a shuffle figure)."""
+    in a row is halved), each point at least half the tolerance inside the bracket, and split again after any step
+    that did not halve it: at most two evaluations of ``f`` (each a shuffle figure) per halving whatever ``f`` is,
+    and about 0.36 of a bisection's on a figure growing exponentially. (Splitting only after two such steps in a row
+    took three per halving where ``ln f`` bends at the root, e.g. a kink from slope 2 to 10: 62 evaluations where a
+    bisection takes 29.)"""
     def g(x: float) -> float:  # ln f − ln target: near linear where f grows about exponentially (a shuffle figure)
         return math.log(max(f(x), 1e-300) / target)
 
     flo: float = g(lo)
     fhi: float | None = None  # g(hi), once evaluated
-    kept, poor = 0, 0  # kept: +1 the last step kept hi, -1 it kept lo; poor: steps in a row that did not halve
+    kept, poor = 0, False  # kept: +1 the last step kept hi, -1 it kept lo; poor: the last step did not halve
     while hi - lo > rel * lo:
         width, pad = hi - lo, 0.5 * rel * lo
-        if fhi is None or poor >= 2:  # bisect, geometrically (lo > 0)
-            x, kept, poor = math.sqrt(lo * hi), 0, 0
+        if fhi is None or poor:  # bisect, geometrically (lo > 0)
+            x, kept = math.sqrt(lo * hi), 0
         else:
             x = min(max(lo - flo * width / (fhi - flo), lo + pad), hi - pad)
         fx = g(x)
@@ -102,7 +105,7 @@ def largest_at_most(f: Callable[[float], float], target: float, lo: float, hi: f
             hi, fhi = x, fx
             flo = flo / 2 if kept == -1 else flo
             kept = -1
-        poor = poor + 1 if hi - lo > width / 2 else 0
+        poor = hi - lo > width / 2
     return lo
 
 
