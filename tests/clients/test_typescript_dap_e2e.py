@@ -12,22 +12,18 @@ instead of skipping."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from support import ROOT
 from support.loopback_aggregators import LoopbackAggregators, TaskSpec
+from support.typescript import CLIENT, DAP_WASM, node_for
 
 from ldp.spec import CollectionSpec
 
-CLIENT = ROOT / "clients" / "typescript"
 DEVICE = CLIENT / "test-support" / "dap-device.mjs"
-WASM = CLIENT / "dist" / "dap" / "wasm" / "ldp_dap_bg.wasm"
 WINDOW = 86400
 NOW = int(time.time())
 T0 = NOW - NOW % WINDOW - WINDOW
@@ -36,13 +32,7 @@ DEVICES = 8
 
 
 def _node() -> str:
-    node = shutil.which("node")
-    if node is None or not WASM.exists():
-        why = "the TypeScript client's dap entry is not built (npm test in clients/typescript)"
-        if os.environ.get("LDP_REQUIRE_TS_BUNDLE") == "1":
-            pytest.fail(f"LDP_REQUIRE_TS_BUNDLE=1 but {why}", pytrace=False)
-        pytest.skip(why)
-    return node
+    return node_for([DAP_WASM], "the TypeScript client's dap entry is not built (npm test in clients/typescript)")
 
 
 def test_node_devices_record_upload_and_the_aggregators_count_exactly(tmp_path: Path) -> None:

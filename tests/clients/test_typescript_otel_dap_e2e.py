@@ -14,22 +14,19 @@ instead of skipping."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from support import ROOT
 from support.loopback_aggregators import LoopbackAggregators, TaskSpec
+from support.typescript import CLIENT, DAP_WASM, node_for
 
 from ldp.spec import CollectionSpec
 
-CLIENT = ROOT / "clients" / "typescript"
 DEVICE = CLIENT / "test-support" / "otel-dap-device.mjs"
-NEEDED = (CLIENT / "dist" / "dap" / "wasm" / "ldp_dap_bg.wasm", CLIENT / "dist" / "otel" / "index.js",
+NEEDED = (DAP_WASM, CLIENT / "dist" / "otel" / "index.js",
           CLIENT / "node_modules" / "@opentelemetry" / "sdk-metrics")
 WINDOW = 86400
 NOW = int(time.time())
@@ -41,13 +38,8 @@ OTEL = {"search_engine": {"instrument": "browser.searches", "kind": "counter", "
 
 
 def _node() -> str:
-    node = shutil.which("node")
-    if node is None or not all(p.exists() for p in NEEDED):
-        why = "the TypeScript client's otel and dap entries are not built (npm test in clients/typescript)"
-        if os.environ.get("LDP_REQUIRE_TS_BUNDLE") == "1":
-            pytest.fail(f"LDP_REQUIRE_TS_BUNDLE=1 but {why}", pytrace=False)
-        pytest.skip(why)
-    return node
+    return node_for(NEEDED, "the TypeScript client's otel and dap entries are not built (npm test in "
+                            "clients/typescript)")
 
 
 def test_node_readers_upload_to_a_loopback_leader_and_the_window_is_collected_exactly(tmp_path: Path) -> None:

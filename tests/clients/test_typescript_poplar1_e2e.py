@@ -12,31 +12,20 @@ instead of skipping."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-from support import ROOT
 from support.loopback_aggregators import LoopbackAggregators, TaskSpec
 from support.poplar1_e2e import HOLDERS, SPEC, T0, THRESHOLD, walk_found
+from support.typescript import CLIENT, DAP_WASM, node_for
 
 from ldp.spec import CollectionSpec
 
-CLIENT = ROOT / "clients" / "typescript"
 DEVICE = CLIENT / "test-support" / "dap-device.mjs"
-WASM = CLIENT / "dist" / "dap" / "wasm" / "ldp_dap_bg.wasm"
 
 
 def _node() -> str:
-    node = shutil.which("node")
-    if node is None or not WASM.exists():
-        why = "the TypeScript client's dap entry is not built (npm test in clients/typescript)"
-        if os.environ.get("LDP_REQUIRE_TS_BUNDLE") == "1":
-            pytest.fail(f"LDP_REQUIRE_TS_BUNDLE=1 but {why}", pytrace=False)
-        pytest.skip(why)
-    return node
+    return node_for([DAP_WASM], "the TypeScript client's dap entry is not built (npm test in clients/typescript)")
 
 
 def test_node_devices_record_strings_and_the_walk_finds_exactly_those_with_t_holders(tmp_path: Path) -> None:
