@@ -26,12 +26,11 @@ from typing import Any
 root = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(root))  # this checkout's ldp, whatever the environment has installed
 sys.path.insert(0, str(root / "conformance"))
-from spec_vectors import FORMAT, GRR, _example, _record, _spec, _with, render, write_or_check  # noqa: E402, F401
+from spec_vectors import FORMAT, GRR, _example, _spec, _with, case_items, render, write_or_check  # noqa: E402, F401
 
 from ldp.encoders.poplar1 import MAX_CANDIDATES, Poplar1Params  # noqa: E402  # after the path is set
-from ldp.errors import Refusal, SpecError  # noqa: E402
+from ldp.errors import Refusal  # noqa: E402
 from ldp.reports import canonical_json  # noqa: E402
-from ldp.spec import CollectionSpec  # noqa: E402
 
 PATH = root / "conformance" / "specs" / "poplar1.json"
 POPLAR1 = {"protocol": "poplar1", "params": {"bits": 64, "threshold": 20, "max_candidates": 1024},
@@ -120,22 +119,7 @@ def _decoded(text: str) -> Any:
 
 def document() -> dict[str, Any]:
     """The fixture: every case and what the Python client makes of it, then the measurements."""
-    out = []
-    for case in _cases():
-        item: dict[str, Any] = {"name": case["name"], "spec": case["spec"]}
-        try:
-            spec = CollectionSpec.from_dict(case["spec"])
-        except SpecError as exc:
-            assert "records" not in case, f"{case['name']}: refused, but has records"
-            item["errors"] = [dict(zip(("path", "message"), e.split(": ", 1), strict=True)) for e in exc.errors]
-            out.append(item)
-            continue
-        item["canonical"] = canonical_json(spec.to_dict(release=False))
-        item["fingerprint"] = spec.fingerprint
-        item["trust"] = {name: m.trust for name, m in spec.metrics.items()}
-        item.update(_record(spec, case))
-        out.append(item)
-    return {"format": FORMAT, "about": __doc__.split("\n\n")[0].replace("\n", " "), "cases": out,
+    return {"format": FORMAT, "about": __doc__.split("\n\n")[0].replace("\n", " "), "cases": case_items(_cases()),
             "measurements": _measurements()}
 
 

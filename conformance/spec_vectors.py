@@ -139,10 +139,12 @@ def _record(spec: CollectionSpec, case: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def document() -> dict[str, Any]:
-    """The fixture: every case and what the Python client makes of it."""
+def case_items(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each case and what the Python client makes of it: a refused spec's errors (path and message), or an accepted
+    one's canonical form, fingerprint, trust per metric and records (:func:`_record`). A refused case has no
+    records."""
     out = []
-    for case in _cases():
+    for case in cases:
         item: dict[str, Any] = {"name": case["name"], "spec": case["spec"]}
         try:
             spec = CollectionSpec.from_dict(case["spec"])
@@ -157,7 +159,12 @@ def document() -> dict[str, Any]:
         item["trust"] = {name: m.trust for name, m in spec.metrics.items()}
         item.update(_record(spec, case))
         out.append(item)
-    return {"format": FORMAT, "about": __doc__.split("\n\n")[0].replace("\n", " "), "cases": out}
+    return out
+
+
+def document() -> dict[str, Any]:
+    """The fixture: every case and what the Python client makes of it."""
+    return {"format": FORMAT, "about": __doc__.split("\n\n")[0].replace("\n", " "), "cases": case_items(_cases())}
 
 
 def render(doc: dict[str, Any]) -> bytes:
