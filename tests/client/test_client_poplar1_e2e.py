@@ -10,8 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.loopback_aggregators import LoopbackAggregators, TaskSpec
-from support.poplar1_e2e import HOLDERS, SPEC, T0, THRESHOLD, walk_found
+from support.poplar1_e2e import HOLDERS, SPEC, T0, THRESHOLD, poplar1_aggregators, walk_found
 
 from ldp.client import TelemetryClient
 from ldp.errors import BudgetExceeded
@@ -24,13 +23,8 @@ def test_devices_record_strings_and_the_walk_finds_exactly_those_with_t_holders(
     charge is not ``per_report`` (the second report is not refused), or if the task does not carry the spec's
     threshold (the walk at the recommended T of no noise, 1, finds "no" and "z" too)."""
     spec = CollectionSpec.from_dict(SPEC)
-    (tmp_path / "deploy").mkdir()
-    agg = LoopbackAggregators(tmp_path / "deploy", {"new_words": TaskSpec("Poplar1", draft=18)}, collection=spec)
-    task = agg.tasks["new_words"]
-    assert (task.vdaf, task.vdaf_params) == ("Poplar1", {"bits": 16, "max_candidates": 16, "threshold": THRESHOLD})
-    agg.start_both()
-    try:
-        files = {"new_words": tmp_path / "deploy" / "collector" / "new_words.task.json"}
+    with poplar1_aggregators(tmp_path / "deploy") as (agg, task_file):
+        files = {"new_words": task_file}
         values = [text for text, n in HOLDERS.items() for _ in range(n)]
         for d, text in enumerate(values):
             at = float(T0 + 600 * d + 17)
@@ -44,5 +38,3 @@ def test_devices_record_strings_and_the_walk_finds_exactly_those_with_t_holders(
         found, doc = walk_found(tmp_path / "deploy", files["new_words"], tmp_path / "found.json")
         assert found == {"hi": 4, "é": 3}, (doc, agg.log("leader"))
         assert (doc["threshold"], doc["bits"], doc["report_count"]) == (THRESHOLD, 16, len(values))
-    finally:
-        agg.stop()

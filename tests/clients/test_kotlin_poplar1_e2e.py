@@ -20,11 +20,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from support.loopback_aggregators import LoopbackAggregators, TaskSpec, prio
-from support.poplar1_e2e import HOLDERS, SPEC, T0, THRESHOLD, walk_found
+from support.loopback_aggregators import prio
+from support.poplar1_e2e import HOLDERS, SPEC, T0, THRESHOLD, poplar1_aggregators, walk_found
 from test_kotlin_dap_e2e import java_command
-
-from ldp.spec import CollectionSpec
 
 
 def _text(bits: list[int]) -> str:
@@ -40,13 +38,7 @@ def test_jvm_devices_record_strings_and_the_walk_finds_exactly_those_with_t_hold
     counted)."""
     command = java_command()
     prio()
-    spec = CollectionSpec.from_dict(SPEC)
-    (tmp_path / "deploy").mkdir()
-    agg = LoopbackAggregators(tmp_path / "deploy", {"new_words": TaskSpec("Poplar1", draft=18)}, collection=spec)
-    assert agg.tasks["new_words"].vdaf == "Poplar1"
-    agg.start_both()
-    try:
-        task_file = tmp_path / "deploy" / "collector" / "new_words.task.json"
+    with poplar1_aggregators(tmp_path / "deploy") as (agg, task_file):
         values = [text for text, n in HOLDERS.items() for _ in range(n)]
         devices = [{"state": str(tmp_path / f"device{d}"), "clock": T0 + 600 * d + 17,
                     "records": [["new_words", "a\0"], ["new_words", text], ["new_words", text]]}
@@ -68,5 +60,3 @@ def test_jvm_devices_record_strings_and_the_walk_finds_exactly_those_with_t_hold
         found, doc = walk_found(tmp_path / "deploy", task_file, tmp_path / "found.json")
         assert found == {"hi": 4, "é": 3}, (doc, agg.log("leader"))
         assert (doc["threshold"], doc["bits"], doc["report_count"]) == (THRESHOLD, 16, len(values))
-    finally:
-        agg.stop()

@@ -23,11 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.loopback_aggregators import LoopbackAggregators, TaskSpec
-from support.poplar1_e2e import T0, THRESHOLD, walk_found
+from support.poplar1_e2e import T0, THRESHOLD, poplar1_aggregators, walk_found
 from test_rust_dap_e2e import program
-
-from ldp.spec import CollectionSpec
 
 SEED = "727573742d706f706c617231"  # "rust-poplar1": the devices' (unused) local noise stream
 SPEC = {"spec_version": 1, "name": "rust_words", "budget": {"per_window": 10, "lifetime": 100},
@@ -63,16 +60,11 @@ def test_rust_devices_record_strings_and_the_walk_finds_exactly_those_with_t_hol
     the charge is not ``per_report`` (the third string is not refused, or another is), or if a report is not
     accepted by the leader (fewer counted)."""
     program()
-    spec = CollectionSpec.from_dict(SPEC)
     (tmp_path / "spec.json").write_text(json.dumps(SPEC))
     devices = [{"at": float(T0 + 600 * d + 17), "values": [["new_words", w] for w in words]}
                for d, words in enumerate(DEVICES)]
     (tmp_path / "devices.json").write_text(json.dumps(devices))
-    (tmp_path / "deploy").mkdir()
-    agg = LoopbackAggregators(tmp_path / "deploy", {"new_words": TaskSpec("Poplar1", draft=18)}, collection=spec)
-    agg.start_both()
-    try:
-        task = tmp_path / "deploy" / "collector" / "new_words.task.json"
+    with poplar1_aggregators(tmp_path / "deploy", SPEC) as (agg, task):
         result = run_devices(tmp_path, task)
         n = sum(min(len(words), 2) for words in DEVICES)
         assert (result["recorded"], result["refused"]) == (n, {"new_words": 1}), result
@@ -84,5 +76,3 @@ def test_rust_devices_record_strings_and_the_walk_finds_exactly_those_with_t_hol
         assert (doc["threshold"], doc["bits"], doc["report_count"]) == (THRESHOLD, 16, n)
         again = run_devices(tmp_path, task)  # the states hold nothing more: a second run sends nothing
         assert (again["recorded"], again["acknowledged"], again["pending"]) == (0, 0, 0), again
-    finally:
-        agg.stop()

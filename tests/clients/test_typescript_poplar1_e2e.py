@@ -15,11 +15,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from support.loopback_aggregators import LoopbackAggregators, TaskSpec
-from support.poplar1_e2e import HOLDERS, SPEC, T0, THRESHOLD, walk_found
+from support.poplar1_e2e import HOLDERS, SPEC, T0, THRESHOLD, poplar1_aggregators, walk_found
 from support.typescript import CLIENT, DAP_WASM, node_for
-
-from ldp.spec import CollectionSpec
 
 DEVICE = CLIENT / "test-support" / "dap-device.mjs"
 
@@ -34,13 +31,7 @@ def test_node_devices_record_strings_and_the_walk_finds_exactly_those_with_t_hol
     the task (the leader or the helper refuses it: fewer counted), if the charge is not ``per_report`` (the second
     record is not refused), or if a value ending in NUL is sealed (a 0x6100 string is counted)."""
     node = _node()
-    spec = CollectionSpec.from_dict(SPEC)
-    (tmp_path / "deploy").mkdir()
-    agg = LoopbackAggregators(tmp_path / "deploy", {"new_words": TaskSpec("Poplar1", draft=18)}, collection=spec)
-    assert agg.tasks["new_words"].vdaf == "Poplar1"
-    agg.start_both()
-    try:
-        task_file = tmp_path / "deploy" / "collector" / "new_words.task.json"
+    with poplar1_aggregators(tmp_path / "deploy") as (agg, task_file):
         values = [text for text, n in HOLDERS.items() for _ in range(n)]
         jobs = [{"spec": SPEC, "tasks": {"new_words": task_file.read_text()}, "state": str(tmp_path / f"device{d}"),
                  "clock": T0 + 600 * d + 17, "records": [["new_words", "a\0"], ["new_words", text],
@@ -60,5 +51,3 @@ def test_node_devices_record_strings_and_the_walk_finds_exactly_those_with_t_hol
         found, doc = walk_found(tmp_path / "deploy", task_file, tmp_path / "found.json")
         assert found == {"hi": 4, "é": 3}, (doc, agg.log("leader"))
         assert (doc["threshold"], doc["bits"], doc["report_count"]) == (THRESHOLD, 16, len(values))
-    finally:
-        agg.stop()
